@@ -1,0 +1,138 @@
+"""The library's typed errors, and the single table that maps them to CLI exit codes.
+
+Why a tree of our own: every *expected* failure (bad config, missing model, unreachable endpoint,
+locked store, ...) must reach the user as one ``Error: ...`` line with a hint and a non-zero exit
+code, never a traceback (DESIGN §3, §8). Library code raises these; only ``memsearch.cli`` turns
+them into output. Some classes also subclass the builtin the original memsearch raised
+(``KeyError``, ``ValueError``, ``RuntimeError``, ``ImportError``) so Python callers that caught those
+keep working.
+"""
+
+from __future__ import annotations
+
+
+class MemSearchError(Exception):
+    """Base of every expected memsearch failure.
+
+    ``message`` says what went wrong; ``hint`` says what to do about it (may be empty).
+    """
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+    def one_line(self) -> str:
+        """The message and hint as a single line (newlines folded), as the CLI prints it."""
+        text = self.message if not self.hint else f"{self.message.rstrip('.')}. Hint: {self.hint}"
+        return " ".join(text.split())
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+class ConfigError(MemSearchError):
+    """A config file or value is invalid (malformed TOML, unknown key, wrong type)."""
+
+
+class ConfigKeyError(ConfigError, KeyError):
+    """An unknown config key or section (a ``KeyError`` for compatibility)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class ConfigValueError(ConfigError, ValueError):
+    """A config value cannot be used (a ``ValueError`` for compatibility)."""
+
+
+class ConfigEnvVarError(ConfigError, KeyError):
+    """An ``env:VAR`` reference names an unset environment variable."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# --- embeddings -----------------------------------------------------------------------------
+
+
+class EmbeddingError(MemSearchError):
+    """Any failure to produce embeddings."""
+
+
+class UnknownProviderError(EmbeddingError, ValueError):
+    """The provider name is not in the registry; the message lists the valid ones."""
+
+
+class MissingDependencyError(EmbeddingError, ImportError):
+    """An optional extra is not installed; the hint is the one-line install command."""
+
+
+class ModelNotFoundError(EmbeddingError):
+    """Model files could not be located; the message names every place that was tried."""
+
+
+class MissingAPIKeyError(EmbeddingError):
+    """A provider needs an API key and none was configured."""
+
+
+class EmbeddingAPIError(EmbeddingError):
+    """The embedding endpoint failed: unreachable, refused, rejected the request or the key."""
+
+
+# --- store ----------------------------------------------------------------------------------
+
+
+class StoreError(MemSearchError):
+    """Any failure talking to Milvus (Lite or server)."""
+
+
+class StoreConnectionError(StoreError, RuntimeError):
+    """The store could not be opened or reached."""
+
+
+class StoreLockedError(StoreConnectionError):
+    """A Milvus Lite database is held by another process."""
+
+
+class DimensionMismatchError(StoreError, ValueError):
+    """The collection's vector dimension differs from the embedding model's."""
+
+
+class CollectionNotFoundError(StoreError):
+    """A read-only command met a collection that does not exist."""
+
+
+# --- lookups and input ----------------------------------------------------------------------
+
+
+class ChunkNotFoundError(MemSearchError):
+    """``expand``: no chunk with that hash."""
+
+
+class InvalidChunkHashError(MemSearchError, ValueError):
+    """``expand``: the argument is not a hex chunk hash."""
+
+
+class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
+    """``expand``: the chunk's markdown file is gone from disk."""
+
+
+class IndexingFailedError(MemSearchError):
+    """``index`` finished but one or more files failed (the report lists them)."""
+
+
+class UnknownTranscriptFormatError(MemSearchError):
+    """The transcript is in no format we know (exit 3, so callers can fall back)."""
+
+    exit_code = 3
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The CLI exit code for an exception: the class's own code, else 1."""
+    return getattr(exc, "exit_code", 1) if isinstance(exc, MemSearchError) else 1
