@@ -1,0 +1,108 @@
+"""The ``memsearch`` command line: a thin Click layer over the library.
+
+Each command validates its arguments, calls one library function, and renders text or JSON
+(DESIGN §7.1). Errors are turned into output in exactly one place, :func:`main`: a
+:class:`~memsearch.errors.MemSearchError` becomes one ``Error: ...`` line on stderr and its exit code.
+
+Start-up cost matters (agent hooks run the CLI on every turn), so this package imports only Click
+and our light modules; pymilvus, onnxruntime and openai are imported inside the commands that need
+them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from memsearch.errors import MemSearchError, exit_code_for
+
+#: command name -> "module:attribute" under memsearch.cli; imported only when the command runs or
+#: help is shown. The short help is kept here so ``memsearch --help`` imports no command module.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "index": ("memsearch.cli.index_cmd:index", "Index markdown files from PATHS."),
+    "search": ("memsearch.cli.search_cmd:search", "Search indexed memory for QUERY."),
+    "expand": ("memsearch.cli.expand_cmd:expand", "Show the full section around a chunk."),
+    "stats": ("memsearch.cli.stats_cmd:stats", "Show statistics about the index."),
+    "reset": ("memsearch.cli.stats_cmd:reset", "Drop all indexed data."),
+    "config": ("memsearch.cli.config_cmd:config", "Manage memsearch configuration."),
+}
+
+
+def _reconfigure_streams() -> None:
+    """Make stdout/stderr UTF-8 with replacement before anything is printed (help included)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use (see :data:`COMMANDS`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*COMMANDS, *self.commands])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, _, attr = entry[0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        self.commands[cmd_name] = command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        rows += [
+            (name, cmd.get_short_help_str(60))
+            for name, cmd in sorted(self.commands.items())
+            if name not in COMMANDS and not cmd.hidden
+        ]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # The one place where expected errors become output (also under Click's CliRunner).
+        try:
+            return super().invoke(ctx)
+        except MemSearchError as exc:
+            click.echo(f"Error: {exc.one_line()}", err=True)
+            ctx.exit(exit_code_for(exc))
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _reconfigure_streams()
+        return super().main(*args, **kwargs)
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from memsearch import __version__
+
+    click.echo(f"memsearch, version {__version__}")
+    ctx.exit()
+
+
+@click.group(cls=LazyGroup)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
+def cli() -> None:
+    """memsearch — semantic memory search for markdown knowledge bases."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="memsearch")
