@@ -1,0 +1,282 @@
+"""The library side of ``memsearch expand``: from a stored chunk back to its text on disk.
+
+This module owns chunk-hash validation, the three ways of widening a chunk (its whole section, N
+lines of context, or exactly its own lines), and recognising the HTML anchor comments the agent
+plugins write under each journal turn (reference-plugins §0.2), so a caller can go on to the
+transcript. Looking the chunk up in the store and printing are the CLI's job.
+
+Fixed relative to the original (reference-core §23.36): a section starts at the chunk's *own*
+heading (the original started one section too early), ``section=False`` really returns just the
+chunk's lines, a preamble chunk expands to the text before the first heading (not the whole file),
+headings are found exactly as the chunker finds them (never inside code fences), and every
+platform's anchor is recognised, not only Claude Code's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memsearch.chunker import Heading, find_headings, split_lines
+from memsearch.errors import InvalidChunkHashError, MemSearchError, SourceFileNotFoundError
+from memsearch.scanner import read_markdown
+
+__all__ = [
+    "Anchor",
+    "Expansion",
+    "InvalidExpandOptionError",
+    "SourceReadError",
+    "StaleChunkError",
+    "expand_chunk",
+    "parse_anchor",
+    "validate_chunk_hash",
+]
+
+_HEX = frozenset("0123456789abcdef")
+_MAX_HASH_LEN = 64  # a full SHA-256; stored chunk hashes are the first 16 hex digits of one
+_COMMENT_RE = re.compile(r"<!--(.*?)-->", re.DOTALL)
+
+
+class StaleChunkError(MemSearchError):
+    """The chunk's lines are no longer in its source file (the file shrank since indexing)."""
+
+
+class SourceReadError(MemSearchError):
+    """The chunk's source file exists but cannot be read."""
+
+
+class InvalidExpandOptionError(MemSearchError, ValueError):
+    """An expand option has an impossible value (negative context)."""
+
+
+# --- chunk hashes ---------------------------------------------------------------------------
+
+
+def validate_chunk_hash(value: str) -> str:
+    """The hash, stripped and lower-cased, if it is 1–64 hex digits.
+
+    Checked before it reaches a store filter, so odd input can never change the query.
+    """
+    candidate = value.strip().lower()
+    if not candidate or len(candidate) > _MAX_HASH_LEN or not set(candidate) <= _HEX:
+        raise InvalidChunkHashError(
+            f"'{value}' is not a chunk hash: expected hexadecimal like 57f026237c0da79b",
+            hint="copy the chunk_hash from `memsearch search --json-output`",
+        )
+    return candidate
+
+
+# --- anchors --------------------------------------------------------------------------------
+
+_ANCHOR_FIELDS = ("session", "turn", "transcript", "rollout", "db")
+_OPTIONAL_VALUE_FIELDS = frozenset({"rollout"})  # Codex writes `rollout:` with no path at times
+
+# Which platform wrote an anchor, told by its set of fields (reference-plugins §0.2).
+_ANCHOR_KINDS: dict[frozenset[str], str] = {
+    frozenset({"session", "turn", "transcript"}): "claude-code",
+    frozenset({"session", "rollout"}): "codex",
+    frozenset({"session", "transcript"}): "openclaw",
+    frozenset({"session", "turn", "db"}): "opencode",
+    frozenset({"session", "db"}): "opencode-legacy",
+}
+# OpenCode and DSH write the same fields; DSH's turn is a turn number, OpenCode's a message id.
+_INTEGER_TURN_KINDS = {"opencode": "dsh"}
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A journal turn's pointer back to its session (and transcript, rollout or database).
+
+    ``kind`` is one of ``claude-code``, ``codex``, ``openclaw``, ``opencode``,
+    ``opencode-legacy``, ``dsh``. All values are kept as the strings written (DSH's turn too).
+    """
+
+    kind: str
+    session: str
+    turn: str | None = None
+    transcript: str | None = None
+    rollout: str | None = None
+    db: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        """The fields this anchor has, session first.
+
+        For Claude Code anchors that is exactly ``{session, turn, transcript}``, the original's
+        ``--json-output`` shape.
+        """
+        return {name: value for name in _ANCHOR_FIELDS if (value := getattr(self, name)) is not None}
+
+
+def _anchor_from_comment(body: str) -> Anchor | None:
+    fields: dict[str, str] = {}
+    for token in body.split():
+        key, sep, value = token.partition(":")
+        if not sep or not key.isidentifier():
+            return None  # prose, not a key:value anchor
+        if key not in _ANCHOR_FIELDS:
+            continue  # a field some newer plugin added; does not change the kind
+        if key in fields or (not value and key not in _OPTIONAL_VALUE_FIELDS):
+            return None
+        fields[key] = value
+    kind = _ANCHOR_KINDS.get(frozenset(fields))
+    if kind is None:
+        return None
+    if fields.get("turn", "").isdigit():
+        kind = _INTEGER_TURN_KINDS.get(kind, kind)
+    return Anchor(kind=kind, **fields)
+
+
+def parse_anchor(text: str) -> Anchor | None:
+    """The first anchor comment in ``text`` (fields in any order), or ``None``."""
+    for match in _COMMENT_RE.finditer(text):
+        anchor = _anchor_from_comment(match.group(1))
+        if anchor is not None:
+            return anchor
+    return None
+
+
+# --- expansion ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """Expanded text of a chunk. ``start_line``/``end_line`` are 1-based, inclusive, and are
+    exactly the lines in ``content``. ``warning`` reports invalid UTF-8 in the source."""
+
+    chunk_hash: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    content: str
+    anchor: Anchor | None = None
+    warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The original's ``expand --json-output`` keys, in its order; ``anchor`` only when found."""
+        data: dict[str, Any] = {
+            "chunk_hash": self.chunk_hash,
+            "source": self.source,
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "content": self.content,
+        }
+        if self.anchor is not None:
+            data["anchor"] = self.anchor.to_dict()
+        return data
+
+
+def _section_range(
+    n_lines: int, headings: list[Heading], start: int, level: int, *, subsections: bool = True
+) -> tuple[int, int]:
+    """0-based ``[begin, end)`` of the section holding the chunk that starts at index ``start``.
+
+    It begins at the nearest heading at or above ``start`` with the chunk's level and runs to the
+    next heading of the same or a higher rank, so subsections are included; with
+    ``subsections=False`` it stops at the next heading of any level (the chunker's section).
+    """
+    if level <= 0:
+        return 0, headings[0].index if headings else n_lines
+    indices = [h.index for h in headings]
+    begin = start
+    for k in range(bisect.bisect_right(indices, start) - 1, -1, -1):
+        if headings[k].level == level:
+            begin = headings[k].index
+            break
+    end = n_lines
+    for h in headings[bisect.bisect_right(indices, begin) :]:
+        if h.level <= level or not subsections:
+            end = h.index
+            break
+    return begin, end
+
+
+def _trim_blank(lines: list[str], begin: int, end: int) -> tuple[int, int]:
+    """Shrink ``[begin, end)`` past blank lines at both ends (unless nothing else is left)."""
+    b, e = begin, end
+    while b < e and not lines[b].strip():
+        b += 1
+    while e > b and not lines[e - 1].strip():
+        e -= 1
+    return (b, e) if b < e else (begin, end)
+
+
+def _read_source(source: str) -> tuple[list[str], str | None]:
+    try:
+        decoded = read_markdown(Path(source).expanduser())
+    except FileNotFoundError:
+        raise SourceFileNotFoundError(
+            f"Source file not found: {source}",
+            hint="the file was moved or deleted; run `memsearch index` to refresh the index",
+        ) from None
+    except OSError as exc:
+        raise SourceReadError(
+            f"Cannot read {source}: {exc.strerror or exc}",
+            hint="check the file's permissions, then try again",
+        ) from None
+    return split_lines(decoded.text), decoded.warning
+
+
+def expand_chunk(
+    chunk: Mapping[str, Any], *, section: bool = True, context_lines: int | None = None
+) -> Expansion:
+    """Re-read a chunk's source and return the requested span around it.
+
+    ``chunk`` is a store row (``chunk_hash, source, heading, heading_level, start_line,
+    end_line``). ``context_lines=N`` returns the chunk's lines plus N lines either side and
+    overrides ``section``; ``section=True`` returns the whole section (subsections included; a
+    preamble chunk gives the text before the first heading); ``section=False`` returns exactly the
+    chunk's own lines. Blank lines at either end are left out of the reported range.
+    """
+    if context_lines is not None and context_lines < 0:
+        raise InvalidExpandOptionError(
+            f"context lines must be zero or more, got {context_lines}",
+            hint="pass --lines N with N >= 0",
+        )
+    source = str(chunk["source"])
+    start_line = int(chunk.get("start_line") or 1)
+    end_line = max(start_line, int(chunk.get("end_line") or start_line))
+    level = int(chunk.get("heading_level") or 0)
+    lines, warning = _read_source(source)
+    n = len(lines)
+    if start_line > n:
+        raise StaleChunkError(
+            f"Chunk lines {start_line}-{end_line} are past the end of {source} ({n} lines)",
+            hint="the file changed since it was indexed; run `memsearch index` to refresh the index",
+        )
+    own = (start_line - 1, min(end_line, n))
+    headings = find_headings(lines)
+    if context_lines is not None:
+        span = (max(0, own[0] - context_lines), min(n, own[1] + context_lines))
+    elif section:
+        span = _section_range(n, headings, own[0], level)
+        if not span[0] <= own[0] < span[1]:  # the file changed under a preamble chunk
+            span = own
+    else:
+        span = own
+    begin, end = _trim_blank(lines, *span)
+    content = "\n".join(lines[begin:end])
+    # The anchor of the chunk's own section (its journal turn) wins: context lines can reach into
+    # neighbouring turns, whose anchors must not be reported for this chunk. Only a whole-section
+    # expansion falls back to the rest of what it returns (its subsections).
+    own_begin, own_end = _section_range(n, headings, own[0], level, subsections=False)
+    if not own_begin <= own[0] < own_end:
+        own_begin, own_end = own
+    anchor = parse_anchor("\n".join(lines[own_begin:own_end]))
+    if anchor is None and section and context_lines is None:
+        anchor = parse_anchor(content)
+    return Expansion(
+        chunk_hash=str(chunk.get("chunk_hash", "")),
+        source=source,
+        heading=str(chunk.get("heading") or ""),
+        start_line=begin + 1,
+        end_line=end,
+        content=content,
+        anchor=anchor,
+        warning=warning,
+    )
