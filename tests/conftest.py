@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures for a real `milvus-lite server` on 127.0.0.1 (tests/ is on sys.path, not a package).
+pytest_plugins = ["milvus_server"]
+
 _ENV_PREFIXES = ("MEMSEARCH_", "OPENAI_", "ANTHROPIC_", "GOOGLE_", "GEMINI_", "VOYAGE_", "JINA_",
                  "MISTRAL_", "OLLAMA_", "HF_HUB_OFFLINE")
 

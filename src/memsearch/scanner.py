@@ -31,6 +31,7 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "DEFAULT_EXTENSIONS",
     "MAX_MARKDOWN_BYTES",
+    "read_markdown_bytes",
     "BinaryFileError",
     "DecodedText",
     "FileTooLargeError",
@@ -363,6 +364,14 @@ def read_markdown(path: PathLike, *, max_bytes: int = MAX_MARKDOWN_BYTES) -> Dec
     returned warning names the file and the byte offset of the first bad byte. A UTF-8 BOM is
     dropped; a UTF-16 BOM (Windows Notepad) is honoured.
     """
+    return decode_markdown(read_markdown_bytes(path, max_bytes=max_bytes), path)
+
+
+def read_markdown_bytes(path: PathLike, *, max_bytes: int = MAX_MARKDOWN_BYTES) -> bytes:
+    """The raw bytes of a markdown file, after the regular-file and size checks.
+
+    For callers that hash the bytes before decoding them (the indexer), so a file is read once.
+    """
     p = Path(path)
     with open(p, "rb", opener=_open_nonblocking) as fh:
         st = os.fstat(fh.fileno())
@@ -381,7 +390,7 @@ def read_markdown(path: PathLike, *, max_bytes: int = MAX_MARKDOWN_BYTES) -> Dec
             f"{p} is larger than the {_mib(max_bytes)} limit for a markdown file",
             hint="split it into smaller files, or leave it out with --exclude",
         )
-    return decode_markdown(data, p)
+    return data
 
 
 def decode_markdown(data: bytes, path: PathLike) -> DecodedText:

@@ -1,0 +1,1062 @@
+"""The Milvus store: the one place that talks to Milvus (Lite or server).
+
+Owns the collection schema (reference-core §6.2), hybrid dense + BM25 search fused by RRF, upsert,
+delete and paginated scalar queries, filter-expression escaping, and turning every driver failure
+into a :mod:`memsearch.errors` class with a hint. Nothing outside this module imports pymilvus for
+the store, and this module imports it only inside functions: ``import pymilvus`` costs ~0.8 s
+(it pulls in pandas), and commands such as ``memsearch --help`` must not pay for it.
+
+Where the original falls short and this module does better (reference-core §23):
+
+- URIs are classified by a table of schemes; a Lite path is expanded, resolved and must end in
+  ``.db`` (pymilvus itself refuses anything else, so a plain directory path is rejected up front
+  with a hint instead of a driver error).
+- A Lite database held by another process is waited for (``lock_timeout``), then reported with the
+  holder's PID and command line (§23.16).
+- Filter values are escaped in one helper; ``source_prefix_filter`` matches on path boundaries and
+  escapes LIKE wildcards (§23.14).
+- ``query``/``indexed_sources``/``hashes_by_source`` page through results (§23.10).
+- Over-long ``source``/``heading``/``content`` values are truncated to the field's UTF-8 byte
+  limit instead of failing the whole batch (§23.11). Milvus server counts VARCHAR ``max_length``
+  in bytes, Milvus Lite in characters; a byte limit satisfies both.
+- Empty-collection search is detected with a consistent query, not lagging row-count stats
+  (§23.12); ``count()`` uses ``count(*)`` for the same reason.
+- Read-only use of a missing collection raises ``CollectionNotFoundError`` (§23.13).
+- The ``content`` analyzer segments Chinese (jieba) when the ``jieba`` package is installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import marshal
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+from memsearch import errors
+
+if TYPE_CHECKING:
+    from pymilvus import MilvusClient
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_URI = "~/.memsearch/milvus.db"
+DEFAULT_COLLECTION = "memsearch_chunks"
+
+#: RRF constant, and the best fused score two retrievers can give (rank 1 in both lists); scores
+#: are divided by it so that 1.0 means "top of both lists".
+RRF_K = 60
+_RRF_MAX = 2 / (RRF_K + 1)
+
+#: The fields every search/query result carries, in this order.
+_QUERY_FIELDS = ["content", "source", "heading", "chunk_hash", "heading_level", "start_line", "end_line"]
+
+#: VARCHAR limits of the schema, in UTF-8 bytes (see the module docstring for why bytes).
+FIELD_MAX_BYTES = {"chunk_hash": 64, "content": 65535, "source": 1024, "heading": 1024}
+#: Fields cut to their limit on upsert rather than failing the batch. ``chunk_hash`` is an
+#: identity and is never cut.
+_TRUNCATED_FIELDS = ("content", "source", "heading")
+
+#: URI prefix -> kind of store. Anything that matches no prefix is a Milvus Lite path.
+_URI_KINDS = {
+    "http://": "server",
+    "https://": "server",
+    "tcp://": "server",
+    "unix:": "server",
+}
+_SERVER_PREFIXES = ", ".join(_URI_KINDS)
+
+CONNECT_TIMEOUT = 5.0  # seconds; an unreachable server must fail fast
+LOCK_POLL_INTERVAL = 0.2  # seconds between attempts on a locked Lite database
+PAGE_SIZE = 1000  # rows per query page (Milvus caps offset+limit at 16384)
+IN_BATCH = 256  # values per ``source in [...]`` query
+DELETE_BATCH = 1000  # primary keys per delete call
+UPSERT_MAX_ROWS = 500
+UPSERT_MAX_BYTES = 16 * 1024 * 1024  # stay well under gRPC message limits
+
+_LOCK_FILENAME = "LOCK"  # milvus-lite's advisory flock inside the database directory
+_DESCRIPTION_PROPERTY = "memsearch.description"
+_COLLECTION_NOT_FOUND = 100  # Milvus error code
+
+#: Characters a filter string literal must escape, and how. Other control characters are refused.
+_FILTER_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: LIKE wildcards and its escape character, escaped for the LIKE matcher (before string escaping).
+_LIKE_ESCAPES = {"\\": "\\\\", "%": "\\%", "_": "\\_"}
+
+_GENERIC_HINT = (
+    "Check the Milvus server's logs; if the index is damaged, `memsearch reset --yes` and "
+    "re-indexing rebuild it from the markdown files."
+)
+
+
+# --- filter expressions ---------------------------------------------------------------------
+
+
+def escape_filter_value(value: str) -> str:
+    """Escape ``value`` for use inside a double-quoted Milvus filter string literal.
+
+    Every filter this package builds from user data goes through here, so a source path or chunk
+    hash containing ``"`` or ``\\`` can never change the meaning of the expression. Newline, CR
+    and tab become their escape sequences; other control characters are refused, as Milvus string
+    literals have no portable escape for them (milvus-lite knows only ``\\n``, ``\\r``, ``\\t``).
+    """
+    value = _utf8_safe(value)
+    out = []
+    for ch in value:
+        escaped = _FILTER_ESCAPES.get(ch)
+        if escaped is not None:
+            out.append(escaped)
+        elif ord(ch) < 0x20 or ch == "\x7f":
+            raise errors.StoreError(
+                f"Cannot filter on a value containing the control character U+{ord(ch):04X}: {value!r}",
+                hint="rename the file so its path has no control characters",
+            )
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _like_escape(value: str) -> str:
+    """Make ``value`` match itself literally in a LIKE pattern (then string-escape it).
+
+    Milvus unescapes backslashes twice: once reading the string literal, once in the LIKE
+    matcher, so a literal ``_`` is written ``\\\\_`` in the expression. Verified on milvus-lite
+    (embedded and server); Milvus server handles these escapes since the 2.5/2.6 fixes for
+    milvus-io/milvus#43864, so on older servers a prefix containing ``%`` or ``_`` may not match.
+    """
+    return escape_filter_value("".join(_LIKE_ESCAPES.get(ch, ch) for ch in value))
+
+
+def source_prefix_filter(prefix: str) -> str:
+    """A filter matching ``source`` equal to ``prefix`` or inside it, on path boundaries.
+
+    ``/notes/docs`` matches ``/notes/docs`` and ``/notes/docs/a.md`` but not ``/notes/docs2/b.md``
+    (the original matched any string prefix). A trailing separator is ignored; ``/`` matches every
+    absolute path; an empty prefix matches everything. The expression is parenthesised so callers
+    can combine it with ``and``.
+    """
+    separators = list(dict.fromkeys(["/", os.sep]))
+    stripped = prefix.rstrip("".join(separators))
+    if not prefix:
+        return 'source like "%"'
+    clauses = [f'source == "{escape_filter_value(stripped)}"'] if stripped else []
+    for sep in separators:
+        literal = stripped + sep
+        # milvus-lite evaluates LIKE with pyarrow, whose fast path for "<literal>%" mishandles an
+        # escaped backslash (verified with pyarrow 26); "_%" (at least one more character, which
+        # every file under a directory has) takes its general path instead.
+        tail = "_%" if "\\" in literal else "%"
+        clauses.append(f'source like "{_like_escape(literal)}{tail}"')
+    return "(" + " or ".join(clauses) + ")"
+
+
+def _source_equals(source: str) -> str:
+    return f'source == "{escape_filter_value(_stored_value("source", source))}"'
+
+
+# --- values ---------------------------------------------------------------------------------
+
+
+def _utf8_safe(text: str) -> str:
+    """``text`` with lone surrogates (undecodable file names) replaced by U+FFFD.
+
+    Milvus only carries valid UTF-8; replacing them the same way on write and in filters keeps
+    such a file findable instead of failing its batch.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
+    return text
+
+
+def truncate_utf8(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 encoding fits in ``max_bytes`` (whole characters)."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    return encoded[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def _stored_value(field: str, value: str) -> str:
+    """The value Milvus will hold for ``field`` after upsert's cleaning and truncation."""
+    cleaned = _utf8_safe(value)
+    if field in _TRUNCATED_FIELDS:
+        cleaned = truncate_utf8(cleaned, FIELD_MAX_BYTES[field])
+    return cleaned
+
+
+def _prepare_rows(chunks: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copy rows with long text fields truncated and duplicate chunk hashes collapsed (last wins).
+
+    Duplicate primary keys in one upsert are undefined behaviour in Milvus (§23.5).
+    """
+    rows: dict[Any, dict[str, Any]] = {}
+    for chunk in chunks:
+        row = dict(chunk)
+        for field in _TRUNCATED_FIELDS:
+            value = row.get(field)
+            if isinstance(value, str):
+                stored = _stored_value(field, value)
+                if len(stored) < len(value):
+                    logger.warning(
+                        "Truncated %s of chunk %s from %d to %d characters (Milvus limit %d bytes)",
+                        field,
+                        row.get("chunk_hash"),
+                        len(value),
+                        len(stored),
+                        FIELD_MAX_BYTES[field],
+                    )
+                row[field] = stored
+        key = row.get("chunk_hash")
+        rows.pop(key, None)
+        rows[key] = row
+    return list(rows.values())
+
+
+def _row_size(row: dict[str, Any]) -> int:
+    text = sum(len(v) * 4 for v in row.values() if isinstance(v, str))
+    vector = row.get("embedding")
+    return text + (len(vector) * 8 if isinstance(vector, Sequence) else 0) + 256
+
+
+def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Split rows into upsert calls bounded by row count and (estimated) message size."""
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        row_size = _row_size(row)
+        if batch and (len(batch) >= UPSERT_MAX_ROWS or size + row_size > UPSERT_MAX_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(row)
+        size += row_size
+    if batch:
+        yield batch
+
+
+def _chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# --- URIs -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """Where a store lives: ``kind`` is ``"lite"`` or ``"server"``.
+
+    ``uri`` is what pymilvus gets; ``display`` is safe to print (credentials redacted); ``path``
+    is the Lite database directory (resolved, absolute) or ``None``.
+    """
+
+    kind: str
+    uri: str
+    display: str
+    path: Path | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.kind == "lite"
+
+
+def resolve_uri(uri: str) -> StoreLocation:
+    """Classify ``uri`` by scheme; a non-URI is a Lite path (``~`` expanded, resolved against CWD)."""
+    text = uri.strip()
+    lowered = text.lower()
+    for prefix, kind in _URI_KINDS.items():
+        if lowered.startswith(prefix):
+            return StoreLocation(kind=kind, uri=text, display=_redact(text))
+    path = Path(text).expanduser().resolve()
+    return StoreLocation(kind="lite", uri=str(path), display=str(path), path=path)
+
+
+def _redact(uri: str) -> str:
+    """``uri`` with any ``user:password@`` replaced, for messages."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri
+    if "@" not in parts.netloc:
+        return uri
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+
+# --- quieting the driver's own logging ------------------------------------------------------
+
+#: Loggers that print driver-side tracebacks for failures we already turn into typed errors
+#: (pymilvus logs every failed RPC with a traceback at ERROR; milvus-lite logs a failed open).
+_QUIET_LOGGERS = (
+    "pymilvus.decorators",
+    "pymilvus.client.grpc_handler",
+    "pymilvus.client.connection_manager",
+    "pymilvus.client.iterator.query_iterator",
+    "milvus_lite.server_manager",
+)
+_quiet_state = threading.local()
+
+
+class _CaptureFilter(logging.Filter):
+    """Drops records logged on this thread inside :func:`_quiet`, keeping their exceptions."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        captured: list[BaseException] | None = getattr(_quiet_state, "captured", None)
+        if captured is None:
+            return True
+        if record.exc_info and record.exc_info[1] is not None:
+            captured.append(record.exc_info[1])
+        return False
+
+
+_CAPTURE_FILTER = _CaptureFilter()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[list[BaseException]]:
+    """Silence the driver's log output on this thread; yield the exceptions it logged."""
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).addFilter(_CAPTURE_FILTER)  # idempotent
+    previous = getattr(_quiet_state, "captured", None)
+    captured: list[BaseException] = []
+    _quiet_state.captured = captured
+    try:
+        yield captured
+    finally:
+        _quiet_state.captured = previous
+
+
+def _is_driver_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".", 1)[0] in {"pymilvus", "grpc", "milvus_lite"}
+
+
+def _driver_message(exc: BaseException) -> tuple[Any, str]:
+    code = getattr(exc, "code", None)
+    if callable(code):  # grpc.RpcError
+        with contextlib.suppress(Exception):
+            code = code()
+        code = getattr(code, "name", code)
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if callable(message):
+        message = str(exc)
+    return code, str(message)
+
+
+# --- Milvus Lite: locks and sharing within one process --------------------------------------
+
+_lite_refs: Counter[str] = Counter()
+_lite_refs_lock = threading.Lock()
+
+
+def _lite_acquire(path: str) -> None:
+    with _lite_refs_lock:
+        _lite_refs[path] += 1
+
+
+def _lite_release(path: str) -> None:
+    """Stop milvus-lite's in-process server for ``path`` when the last store using it closes.
+
+    pymilvus runs one embedded server per database path and process; releasing it frees the
+    database lock so another process can open it right away.
+    """
+    with _lite_refs_lock:
+        _lite_refs[path] -= 1
+        if _lite_refs[path] > 0:
+            return
+        del _lite_refs[path]
+    with contextlib.suppress(Exception), _quiet():
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(path)
+
+
+def _lock_is_held(db_dir: Path) -> bool:
+    """Whether some process holds milvus-lite's flock on ``db_dir`` (POSIX only)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return False
+    try:
+        fd = os.open(db_dir / _LOCK_FILENAME, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def lock_holders(db_dir: Path) -> list[tuple[int, str]]:
+    """Best effort: (pid, command line) of processes with ``db_dir``'s LOCK file open (Linux /proc)."""
+    target = os.path.realpath(db_dir / _LOCK_FILENAME)
+    proc = Path("/proc")
+    holders: list[tuple[int, str]] = []
+    if not proc.is_dir():
+        return holders
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = list(os.scandir(entry / "fd"))
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd.path) != target:
+                    continue
+            except OSError:
+                continue
+            holders.append((int(entry.name), _cmdline(entry)))
+            break
+    return holders
+
+
+def _cmdline(proc_dir: Path) -> str:
+    try:
+        raw = (proc_dir / "cmdline").read_bytes()
+    except OSError:
+        return ""
+    text = " ".join(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _describe_holders(db_dir: Path) -> str:
+    holders = lock_holders(db_dir)
+    if not holders:
+        return "another process"
+    described = [f"process {pid} ({cmd})" if cmd else f"process {pid}" for pid, cmd in holders]
+    return ", ".join(described)
+
+
+def _milvus_lite_major() -> int | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return int(version("milvus-lite").split(".", 1)[0])
+    except (PackageNotFoundError, ValueError):
+        return None
+
+
+def _legacy_file_error(path: Path, major: int) -> errors.StoreConnectionError:
+    return errors.StoreConnectionError(
+        f"Could not open the Milvus Lite database at {path}: Milvus Lite {major}.x stores a database "
+        "as a directory, but this path is a file",
+        hint=(
+            "If it is a database from Milvus Lite 2.x, move it aside and rebuild the index with "
+            "`memsearch index`; otherwise check --milvus-uri, or use a Milvus server or Zilliz Cloud."
+        ),
+    )
+
+
+def _generic_open_error(path: Path, cause: BaseException) -> errors.StoreConnectionError:
+    _, message = _driver_message(cause)
+    return errors.StoreConnectionError(
+        f"Could not open the Milvus Lite database at {path}: {message}. Possible causes: another "
+        "process already has the database open, wrong permissions, or a damaged database",
+        hint=(
+            "Close other processes using it and verify that the path is writable; preserve the "
+            "database (copy it aside) and inspect the logs before attempting any recovery."
+        ),
+    )
+
+
+# --- the analyzer ---------------------------------------------------------------------------
+
+
+def default_analyzer_params() -> dict[str, Any] | None:
+    """Analyzer for ``content`` in a new collection: jieba (segments Chinese) when installed.
+
+    ``lowercase`` keeps English matching case-insensitive on Milvus server, whose jieba tokenizer
+    does not lowercase (milvus-lite's does, and ignores the filter). ``None`` = the standard
+    analyzer, as in the original.
+    """
+    if importlib.util.find_spec("jieba") is None:
+        return None
+    return {"tokenizer": "jieba", "filter": ["lowercase"]}
+
+
+def _analyzer_name(params: dict[str, Any]) -> str:
+    raw = params.get("analyzer_params")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raw = None
+    if not isinstance(raw, dict):
+        return "standard"
+    tokenizer = raw.get("tokenizer") or raw.get("type") or "standard"
+    if isinstance(tokenizer, dict):
+        tokenizer = tokenizer.get("type", "standard")
+    return str(tokenizer)
+
+
+class _BelowWarningFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
+
+
+#: jieba logs "Building prefix dict ..." at DEBUG through its own stderr handler whenever it loads;
+#: Milvus Lite runs jieba in our process, so that would land in the CLI's output. A filter on its
+#: logger survives jieba's import (which resets the level) and needs no import of jieba.
+_JIEBA_QUIET = _BelowWarningFilter()
+_jieba_lock = threading.Lock()
+
+
+def _prepare_jieba() -> None:
+    """Load jieba's dictionary before Milvus Lite's first tokenising call, faster than jieba does.
+
+    Milvus Lite tokenises in-process, so every process pays for jieba's dictionary on its first
+    insert or search. jieba's own loader reads its 9 MB cache with ``marshal.load`` on a file
+    object (~1.3 s here); reading the bytes first and ``marshal.loads`` takes ~0.35 s. The result
+    is identical; anything unexpected (no cache yet, a custom dictionary, another jieba version)
+    leaves the work to jieba's own initialisation.
+    """
+    try:
+        import jieba
+    except ImportError:
+        return
+    with _jieba_lock:
+        tokenizer = getattr(jieba, "dt", None)
+        if tokenizer is None or getattr(tokenizer, "initialized", True):
+            return
+        if tokenizer.dictionary != jieba.DEFAULT_DICT or tokenizer.cache_file or tokenizer.tmp_dir:
+            return
+        cache = Path(tempfile.gettempdir()) / "jieba.cache"
+        try:
+            with tokenizer.lock:
+                if tokenizer.initialized:
+                    return
+                freq, total = marshal.loads(cache.read_bytes())
+                if not isinstance(freq, dict) or not isinstance(total, (int, float)):
+                    return
+                tokenizer.FREQ, tokenizer.total = freq, total
+                tokenizer.initialized = True
+        except Exception:  # no cache yet, or a different jieba: let jieba initialise itself
+            logger.debug("jieba fast load skipped", exc_info=True)
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+class MilvusStore:
+    """A memsearch chunk collection in Milvus Lite (a local ``.db`` directory) or a Milvus server.
+
+    ``dimension=None`` opens read-only: a missing collection is never created, and reads on it
+    raise :class:`~memsearch.errors.CollectionNotFoundError`. ``lock_timeout`` is how long to wait
+    for a Lite database another process holds. Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        uri: str = DEFAULT_URI,
+        *,
+        token: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        dimension: int | None = 1536,
+        description: str = "",
+        lock_timeout: float = 10.0,
+    ) -> None:
+        self._location = resolve_uri(uri)
+        self._token = token
+        self._collection = collection
+        self._dimension = dimension
+        self._description = description
+        self._lock_timeout = lock_timeout
+        self._client: MilvusClient | None = None
+        self._exists = False
+        self._analyzer = "standard"
+        self._collection_dimension: int | None = None
+        self._analyzer_ready = False
+        #: Rows per query page; an attribute so tests can exercise paging on small collections.
+        self.page_size = PAGE_SIZE
+        self._client = self._CONNECTORS[self._location.kind](self)
+        try:
+            self._ensure_collection()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- connecting ---------------------------------------------------------------------------
+
+    def _open_lite(self) -> MilvusClient:
+        path = self._location.path
+        assert path is not None
+        if sys.platform == "win32":
+            raise errors.StoreConnectionError(
+                f"Milvus Lite (the local database {path}) is not available on Windows",
+                hint=(
+                    "Run a Milvus server, e.g. `docker run -d -p 19530:19530 milvusdb/milvus:latest "
+                    "standalone`, and use --milvus-uri http://localhost:19530 "
+                    "(MemSearch(milvus_uri='http://localhost:19530')), or run memsearch under WSL2."
+                ),
+            )
+        if path.suffix != ".db":
+            raise errors.StoreConnectionError(
+                f"Not a Milvus Lite database path: {path} (it must end in .db)",
+                hint=(
+                    "Use a path like ~/.memsearch/milvus.db, or a server URI starting with "
+                    f"{_SERVER_PREFIXES}."
+                ),
+            )
+        if path.is_file():
+            major = _milvus_lite_major()
+            if major is not None and major >= 3:
+                raise _legacy_file_error(path, major)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise errors.StoreConnectionError(
+                f"Cannot create the directory for the Milvus Lite database {path}: {exc.strerror or exc}",
+                hint="Check the path and its permissions, or choose another --milvus-uri.",
+            ) from exc
+
+        from pymilvus import MilvusClient
+
+        logging.getLogger("jieba").addFilter(_JIEBA_QUIET)  # idempotent
+        deadline = time.monotonic() + max(0.0, self._lock_timeout)
+        waited = False
+        while True:
+            failure: BaseException | None = None
+            with _quiet() as captured:
+                try:
+                    client = MilvusClient(uri=str(path))
+                except Exception as exc:
+                    if not _is_driver_error(exc):
+                        raise
+                    failure = exc
+            if failure is None:
+                _lite_acquire(str(path))
+                return client
+            cause = captured[0] if captured else failure
+            if type(cause).__name__ != "DataDirLockedError" and not _lock_is_held(path):
+                raise _generic_open_error(path, cause) from cause
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.StoreLockedError(
+                    f"The Milvus Lite database {path} is in use by {_describe_holders(path)}"
+                    + (f" (waited {self._lock_timeout:g} s)" if waited else ""),
+                    hint="Stop it, or run `memsearch serve` so processes share one store.",
+                ) from cause
+            if not waited:
+                logger.info("Waiting up to %g s for the Milvus Lite database %s", self._lock_timeout, path)
+                waited = True
+            time.sleep(min(LOCK_POLL_INTERVAL, remaining))
+
+    def _open_server(self) -> MilvusClient:
+        from pymilvus import MilvusClient
+
+        with _quiet():
+            try:
+                return MilvusClient(uri=self._location.uri, token=self._token or "", timeout=CONNECT_TIMEOUT)
+            except Exception as exc:
+                if not _is_driver_error(exc):
+                    raise
+                _, message = _driver_message(exc)
+                raise errors.StoreConnectionError(
+                    f"Cannot connect to Milvus at {self._location.display}: {message}",
+                    hint=(
+                        "Check that the server is running and reachable and that the URI and token are "
+                        "right (a local Milvus Lite database is a path ending in .db)."
+                    ),
+                ) from exc
+
+    _CONNECTORS: ClassVar[dict[str, Callable[[MilvusStore], MilvusClient]]] = {
+        "lite": _open_lite,
+        "server": _open_server,
+    }
+
+    # -- calling the driver -------------------------------------------------------------------
+
+    def _guard(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a driver function quietly; driver exceptions become memsearch errors."""
+        with _quiet():
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                if not _is_driver_error(exc):
+                    raise
+                raise self._translate(exc) from exc
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self._client is None:
+            raise errors.StoreError(
+                f"The store for {self._location.display} is closed", hint="Open a new MilvusStore."
+            )
+        return self._guard(getattr(self._client, method), *args, **kwargs)
+
+    def _translate(self, exc: BaseException) -> errors.StoreError:
+        code, message = _driver_message(exc)
+        if code == _COLLECTION_NOT_FOUND and self._collection in message:
+            self._exists = False
+            return self._not_found()
+        return errors.StoreError(f"Milvus error (code {code}): {message}", hint=_GENERIC_HINT)
+
+    def _not_found(self) -> errors.CollectionNotFoundError:
+        return errors.CollectionNotFoundError(
+            f"No collection '{self._collection}' at {self._location.display}",
+            hint="Run `memsearch index <paths>` first (or check --collection / --milvus-uri).",
+        )
+
+    # -- the collection -----------------------------------------------------------------------
+
+    def _ensure_collection(self) -> None:
+        if self._call("has_collection", self._collection):
+            self._adopt_existing()
+        elif self._dimension is not None:
+            self._create_collection()
+
+    def _adopt_existing(self) -> None:
+        info = self._call("describe_collection", self._collection)
+        fields = {field.get("name"): field for field in info.get("fields", [])}
+        dim_raw = fields.get("embedding", {}).get("params", {}).get("dim")
+        existing_dim = int(dim_raw) if dim_raw is not None else None
+        if self._dimension is not None and existing_dim is not None and existing_dim != self._dimension:
+            raise errors.DimensionMismatchError(
+                f"Embedding dimension mismatch: collection '{self._collection}' has dim={existing_dim} "
+                f"but the current embedding provider outputs dim={self._dimension}. Run 'memsearch reset "
+                "--yes' to drop the collection and re-index, or use a different --milvus-uri / --collection.",
+                hint="after the reset, `memsearch index --force <paths>` rebuilds the index",
+            )
+        self._collection_dimension = existing_dim
+        self._analyzer = _analyzer_name(fields.get("content", {}).get("params", {}))
+        properties = info.get("properties") or {}
+        self._description = info.get("description") or str(properties.get(_DESCRIPTION_PROPERTY, ""))
+        # A reopened Lite database starts with its collections released (§6.3).
+        self._call("load_collection", self._collection)
+        self._exists = True
+
+    def _create_collection(self) -> None:
+        from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+        assert self._dimension is not None
+        analyzer_params = default_analyzer_params()
+        schema = MilvusClient.create_schema(enable_dynamic_field=True, description=self._description)
+        schema.add_field(
+            "chunk_hash", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["chunk_hash"], is_primary=True
+        )
+        schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self._dimension)
+        content_params: dict[str, Any] = {"max_length": FIELD_MAX_BYTES["content"], "enable_analyzer": True}
+        if analyzer_params is not None:
+            content_params["analyzer_params"] = analyzer_params
+        schema.add_field("content", DataType.VARCHAR, **content_params)
+        schema.add_field("sparse_vector", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_field("source", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["source"])
+        schema.add_field("heading", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["heading"])
+        schema.add_field("heading_level", DataType.INT64)
+        schema.add_field("start_line", DataType.INT64)
+        schema.add_field("end_line", DataType.INT64)
+        schema.add_function(
+            Function(
+                name="bm25_fn",
+                function_type=FunctionType.BM25,
+                input_field_names=["content"],
+                output_field_names=["sparse_vector"],
+            )
+        )
+        index_params = MilvusClient.prepare_index_params()
+        index_params.add_index(field_name="embedding", index_type="FLAT", metric_type="COSINE")
+        index_params.add_index(
+            field_name="sparse_vector", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
+        )
+        # Milvus Lite drops schema descriptions; a collection property keeps it there too.
+        properties = {_DESCRIPTION_PROPERTY: self._description} if self._description else {}
+        try:
+            self._call(
+                "create_collection",
+                self._collection,
+                schema=schema,
+                consistency_level="Strong",  # a hook's write is visible to the next prompt's search
+                properties=properties,
+            )
+        except errors.StoreError:
+            if self._call("has_collection", self._collection):  # another process created it first
+                self._adopt_existing()
+                return
+            raise
+        # Indexes on an empty collection are ready at once; pymilvus's default synchronous wait
+        # polls every 0.5 s per index (a full second per new collection) for nothing.
+        self._call("create_index", self._collection, index_params, sync=False)
+        self._call("load_collection", self._collection)
+        self._collection_dimension = self._dimension
+        self._analyzer = _analyzer_name({"analyzer_params": analyzer_params})
+        self._exists = True
+
+    def _require_collection(self) -> None:
+        """Raise CollectionNotFoundError unless the collection exists (it may have appeared since)."""
+        if self._exists:
+            return
+        if self._call("has_collection", self._collection):
+            self._adopt_existing()
+            return
+        raise self._not_found()
+
+    def _ready_analyzer(self) -> None:
+        """Before the first tokenising call on Lite, prepare jieba in this process (see _prepare_jieba)."""
+        if self._analyzer_ready:
+            return
+        self._analyzer_ready = True
+        if self._location.is_local and self._analyzer == "jieba":
+            _prepare_jieba()
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        """The store's location for display (Lite: the resolved path; server: URI, credentials redacted)."""
+        return self._location.display
+
+    @property
+    def location(self) -> StoreLocation:
+        return self._location
+
+    @property
+    def is_local(self) -> bool:
+        return self._location.is_local
+
+    @property
+    def collection(self) -> str:
+        return self._collection
+
+    @property
+    def exists(self) -> bool:
+        """Whether the collection exists (as far as this store knows)."""
+        return self._exists
+
+    @property
+    def dimension(self) -> int | None:
+        """The collection's vector dimension (the requested one before creation; None if unknown)."""
+        return self._collection_dimension if self._exists else self._dimension
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @property
+    def analyzer(self) -> str:
+        """The ``content`` field's BM25 tokenizer: ``"jieba"`` or ``"standard"``."""
+        return self._analyzer
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[dict[str, Any]]) -> int:
+        """Insert or replace chunks by ``chunk_hash``; returns how many rows were written.
+
+        Extra keys go to dynamic fields. Long text fields are truncated (see module docstring);
+        duplicate hashes in one call keep the last row.
+        """
+        if not chunks:
+            return 0
+        self._require_collection()
+        self._ready_analyzer()
+        written = 0
+        for batch in _batches(_prepare_rows(chunks)):
+            result = self._call("upsert", self._collection, data=batch)
+            count = result.get("upsert_count") if isinstance(result, dict) else None
+            written += int(count) if count is not None else len(batch)
+        return written
+
+    def delete_by_source(self, source: str) -> None:
+        """Delete every chunk of one source file."""
+        self._require_collection()
+        self._call("delete", self._collection, filter=_source_equals(source))
+
+    def delete_by_hashes(self, hashes: Iterable[str]) -> None:
+        """Delete chunks by primary key (no-op for none)."""
+        ids = list(dict.fromkeys(hashes))
+        if not ids:
+            return
+        self._require_collection()
+        for batch in _chunked(ids, DELETE_BATCH):
+            self._call("delete", self._collection, ids=list(batch))
+
+    def drop(self) -> None:
+        """Drop the collection if it exists (a no-op otherwise)."""
+        if self._call("has_collection", self._collection):
+            self._call("drop_collection", self._collection)
+        self._exists = False
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        query_embedding: Sequence[float],
+        *,
+        query_text: str = "",
+        top_k: int = 10,
+        filter_expr: str = "",
+    ) -> list[dict[str, Any]]:
+        """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists."""
+        from pymilvus import AnnSearchRequest, RRFRanker
+
+        self._require_collection()
+        if top_k <= 0:
+            return []
+        self._ready_analyzer()
+        expr = filter_expr or None
+        requests = [
+            AnnSearchRequest(
+                data=[list(query_embedding)],
+                anns_field="embedding",
+                param={"metric_type": "COSINE", "params": {}},
+                limit=top_k,
+                expr=expr,
+            ),
+            AnnSearchRequest(
+                data=[query_text or ""],
+                anns_field="sparse_vector",
+                param={"metric_type": "BM25"},
+                limit=top_k,
+                expr=expr,
+            ),
+        ]
+        try:
+            results = self._call(
+                "hybrid_search",
+                self._collection,
+                requests,
+                RRFRanker(RRF_K),
+                limit=top_k,
+                output_fields=_QUERY_FIELDS,
+            )
+        except errors.CollectionNotFoundError:
+            raise
+        except errors.StoreError:
+            # BM25 over an empty collection can fail on Milvus server (NaN average length). Row-count
+            # stats lag there, so ask a consistent query instead of trusting them.
+            if self._is_empty():
+                return []
+            raise
+        hits = results[0] if results else []
+        return [self._hit_to_result(hit) for hit in hits]
+
+    @staticmethod
+    def _hit_to_result(hit: Any) -> dict[str, Any]:
+        entity = hit.get("entity") or {}
+        result = {field: entity.get(field) for field in _QUERY_FIELDS}
+        if result["chunk_hash"] is None:
+            result["chunk_hash"] = hit.get("chunk_hash", hit.get("id"))
+        result["score"] = float(hit.get("distance", 0.0)) / _RRF_MAX
+        return result
+
+    def _is_empty(self) -> bool:
+        rows = self._call(
+            "query", self._collection, filter='chunk_hash != ""', output_fields=["chunk_hash"], limit=1
+        )
+        return not rows
+
+    # -- scalar queries -----------------------------------------------------------------------
+
+    def _iter_rows(self, filter_expr: str, fields: list[str]) -> Iterator[dict[str, Any]]:
+        """All rows matching ``filter_expr``, a page at a time.
+
+        One plain query answers small results; when a full page comes back, a query iterator
+        (primary-key cursor) walks the rest without Milvus's 16,384 offset+limit window.
+        """
+        self._require_collection()
+        page = max(1, int(self.page_size))
+        first = self._call("query", self._collection, filter=filter_expr, output_fields=fields, limit=page)
+        if len(first) < page:
+            yield from first
+            return
+        iterator = self._call(
+            "query_iterator", self._collection, batch_size=page, filter=filter_expr, output_fields=fields
+        )
+        try:
+            while True:
+                batch = self._guard(iterator.next)
+                if not batch:
+                    return
+                yield from batch
+        finally:
+            with contextlib.suppress(Exception), _quiet():
+                iterator.close()
+
+    def query(self, *, filter_expr: str = "") -> list[dict[str, Any]]:
+        """Every chunk matching ``filter_expr`` (all chunks when empty), with the seven result fields."""
+        expr = filter_expr or 'chunk_hash != ""'
+        return [
+            {field: row.get(field) for field in _QUERY_FIELDS} for row in self._iter_rows(expr, _QUERY_FIELDS)
+        ]
+
+    def get_by_hash(self, chunk_hash: str) -> dict[str, Any] | None:
+        """The chunk with this primary key, or None."""
+        self._require_collection()
+        rows = self._call(
+            "query",
+            self._collection,
+            filter=f'chunk_hash == "{escape_filter_value(chunk_hash)}"',
+            output_fields=_QUERY_FIELDS,
+            limit=1,
+        )
+        return {field: rows[0].get(field) for field in _QUERY_FIELDS} if rows else None
+
+    def hashes_by_source(self, source: str) -> set[str]:
+        """Chunk hashes stored for one source file."""
+        return {row["chunk_hash"] for row in self._iter_rows(_source_equals(source), ["chunk_hash"])}
+
+    def hashes_by_sources(self, sources: Iterable[str]) -> dict[str, set[str]]:
+        """Chunk hashes for many source files with few queries; every requested source is a key."""
+        wanted = list(dict.fromkeys(sources))
+        result: dict[str, set[str]] = {source: set() for source in wanted}
+        by_stored: dict[str, list[str]] = {}
+        for source in wanted:
+            by_stored.setdefault(_stored_value("source", source), []).append(source)
+        stored = list(by_stored)
+        for batch in _chunked(stored, max(1, IN_BATCH)):
+            values = ", ".join(f'"{escape_filter_value(value)}"' for value in batch)
+            for row in self._iter_rows(f"source in [{values}]", ["chunk_hash", "source"]):
+                for source in by_stored.get(row["source"], ()):
+                    result[source].add(row["chunk_hash"])
+        return result
+
+    def sources_with_counts(self) -> dict[str, int]:
+        """Every indexed source file with its number of chunks."""
+        return dict(Counter(row["source"] for row in self._iter_rows('chunk_hash != ""', ["source"])))
+
+    def indexed_sources(self) -> set[str]:
+        """Every source file that has at least one chunk."""
+        return set(self.sources_with_counts())
+
+    def count(self) -> int:
+        """Number of chunks, from a consistent ``count(*)`` (row-count stats lag on a server)."""
+        self._require_collection()
+        rows = self._call("query", self._collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Disconnect; for Lite, release the database so another process can open it. Idempotent."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        with contextlib.suppress(Exception), _quiet():
+            client.close()
+        if self._location.is_local:
+            _lite_release(self._location.uri)
+
+    def __enter__(self) -> MilvusStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MilvusStore(uri={self.uri!r}, collection={self._collection!r})"
