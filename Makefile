@@ -1,0 +1,43 @@
+# One task runner for memsearch. `make demo` and `make test` work on a fresh machine:
+# they create .venv, install what they need (offline apart from the package registry), and run.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DEMO   := .memsearch-demo
+DEMO_FLAGS := --milvus-uri $(DEMO)/milvus.db --collection demo --provider onnx
+
+.PHONY: demo test lint format bench eval docs clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+## Index the bundled example memory folder and run two searches (offline, no API key).
+demo: $(VENV)/.installed
+	$(BIN)/memsearch index examples/memory $(DEMO_FLAGS)
+	$(BIN)/memsearch search "database connection timeout" --top-k 3 $(DEMO_FLAGS)
+	$(BIN)/memsearch search "订单导出失败" --top-k 2 $(DEMO_FLAGS)
+
+## The whole test suite (real Milvus Lite, a real milvus-lite server, the real ONNX model).
+test: $(VENV)/.installed-dev
+	$(BIN)/pytest -q
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests
+
+clean:
+	rm -rf $(DEMO) .pytest_cache .mypy_cache .ruff_cache

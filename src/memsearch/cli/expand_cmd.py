@@ -1,0 +1,43 @@
+"""``memsearch expand``: from a search hit to the full section in its markdown file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memsearch.cli.options import echo_json, open_memsearch, store_options
+
+
+@click.command("expand")
+@click.argument("chunk_hash")
+@click.option("--section/--no-section", default=True, help="Show the whole section (default) or only the chunk's own lines.")
+@click.option("--lines", "-n", type=click.IntRange(min=0), default=None, help="Show the chunk plus N lines before and after (overrides --section).")
+@store_options
+@click.option("--json-output", "-j", is_flag=True, help="Print as JSON.")
+def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool, **flags: Any) -> None:
+    """Show the full section around a chunk (CHUNK_HASH from `memsearch search`)."""
+    _, ms = open_memsearch(flags)
+    try:
+        result = ms.expand(chunk_hash, section=section, context_lines=lines)
+    finally:
+        ms.close()
+    if result.warning:
+        click.echo(f"Warning: {result.warning}", err=True)
+    if json_output:
+        echo_json(result.to_dict())
+        return
+    click.echo(f"Source: {result.source} (lines {result.start_line}-{result.end_line})")
+    if result.heading:
+        click.echo(f"Heading: {result.heading}")
+    if result.anchor is not None:
+        a = result.anchor.to_dict()
+        if "turn" in a:
+            click.echo(f"Session: {a['session']}  Turn: {a['turn']}")
+        else:
+            click.echo(f"Session: {a['session']}")
+        for key, label in (("transcript", "Transcript"), ("rollout", "Rollout"), ("db", "Database")):
+            if a.get(key):
+                click.echo(f"{label}: {a[key]}")
+    click.echo()
+    click.echo(result.content)

@@ -1,0 +1,72 @@
+"""``memsearch index``: bring the index up to date with markdown files."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import click
+
+from memsearch.cli.options import common_options, indexing_options, open_memsearch
+from memsearch.errors import IndexingFailedError
+
+
+@click.command("index")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@common_options
+@indexing_options
+@click.option("--force", is_flag=True, help="Re-embed every chunk, even unchanged ones.")
+@click.option("--max-chunk-size", type=click.IntRange(min=1), default=None, help="Max chunk size in characters (must be >= 1).")
+@click.option("--description", default=None, help="Collection description (used when the collection is created).")
+def index(paths: tuple[str, ...], force: bool, description: str | None, **flags: Any) -> None:
+    """Index markdown files from PATHS.
+
+    Only changed files are re-embedded; an unchanged folder returns at once. Exits 1 when any file
+    could not be indexed (each is listed on stderr with the reason).
+    """
+    from memsearch.index_state import record_report, record_started, state_path_for
+
+    state = state_path_for(paths)
+    cfg, ms = open_memsearch(flags, list(paths), description=description or "")
+    record_started(state, "index", paths, cfg)
+    try:
+        report = asyncio.run(ms.index_with_report(force=force, progress=_progress_bar()))
+    except Exception as exc:
+        from memsearch.index_state import record_error
+
+        record_error(state, "index", paths, cfg, exc)
+        raise
+    finally:
+        ms.close()
+    record_report(state, "index", paths, cfg, report)
+    for warning in report.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    click.echo(f"Indexed {report.indexed_chunks} chunks.")
+    if report.failed_files:
+        for failure in report.failed_files:
+            click.echo(f"Failed: {failure.path}: {failure.error}", err=True)
+        n = len(report.failed_files)
+        raise IndexingFailedError(
+            f"{n} file(s) could not be indexed",
+            hint="fix or exclude the files listed above; the other files were indexed",
+        )
+
+
+class _Bar:
+    """A progress bar on stderr, only when stderr is a terminal (hooks and pipes stay quiet)."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            self._bar = click.progressbar(length=total, label="Embedding", file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+        if done >= total:
+            self._bar.__exit__(None, None, None)
+
+
+def _progress_bar() -> _Bar | None:
+    return _Bar() if sys.stderr.isatty() else None

@@ -1,0 +1,81 @@
+"""Option sets shared by commands, and the one path from flags to a configured ``MemSearch``.
+
+Flag names and their config keys live in one table (``memsearch.config.FLAG_KEYS``); this module
+only declares the Click options and hands their values to the config layer (DESIGN §7.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from memsearch.config import MemSearchConfig
+    from memsearch.core import MemSearch
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
+    def decorator(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorator
+
+
+#: Where the index lives: enough for read-only commands (stats, reset, expand).
+store_options = _apply(
+    [
+        click.option("--collection", "-c", default=None, help="Milvus collection name."),
+        click.option("--milvus-uri", default=None, help="Milvus URI: a local .db path (Milvus Lite) or http(s)://host:port."),
+        click.option("--milvus-token", default=None, help="Milvus / Zilliz Cloud token."),
+    ]
+)
+
+#: Embedding provider + store: for commands that embed (index, search, watch, compact).
+common_options = _apply(
+    [
+        click.option("--provider", "-p", default=None, help="Embedding provider (onnx, openai, ollama, google, voyage, jina, mistral, local)."),
+        click.option("--model", "-m", default=None, help="Embedding model (default: the provider's default)."),
+        click.option("--batch-size", type=int, default=None, help="Embedding batch size (0 = provider default)."),
+        click.option("--base-url", default=None, help="Base URL of an OpenAI-compatible or self-hosted embedding API."),
+        click.option("--api-key", default=None, help="Embedding API key (or env:VAR)."),
+        store_options,
+    ]
+)
+
+#: File selection for commands that scan folders (index, watch).
+indexing_options = _apply(
+    [
+        click.option("--ignore-file", "ignore_files", multiple=True, help="Ignore-file name to honour in each folder, e.g. .gitignore (repeatable)."),
+        click.option("--exclude", multiple=True, help="Extra gitignore-style pattern to skip (repeatable)."),
+    ]
+)
+
+
+def resolve(flags: dict[str, Any]) -> MemSearchConfig:
+    """Config files + these flags (only the ones that were given) → resolved config."""
+    from memsearch.config import config_from_flags
+
+    return config_from_flags(flags)
+
+
+def open_memsearch(
+    flags: dict[str, Any], paths: Sequence[str] | None = None, **extra: Any
+) -> tuple[MemSearchConfig, MemSearch]:
+    """Resolve config from flags and build a ``MemSearch`` from it."""
+    from memsearch.core import MemSearch
+
+    cfg = resolve(flags)
+    return cfg, MemSearch.from_config(cfg, paths, **extra)
+
+
+def echo_json(data: Any) -> None:
+    """JSON the way the original prints it: indent 2, non-ASCII kept."""
+    import json
+
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))

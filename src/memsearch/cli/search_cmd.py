@@ -1,0 +1,48 @@
+"""``memsearch search``: hybrid search over the index."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from memsearch.cli.options import common_options, echo_json, open_memsearch
+
+#: Plain output shows this many characters of a chunk, then points at ``expand``.
+PREVIEW_CHARS = 500
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--top-k", "-k", type=click.IntRange(min=1), default=5, show_default=True, help="Number of results.")
+@click.option("--source-prefix", default=None, help="Only results from files under this path.")
+@common_options
+@click.option("--reranker-model", default=None, help="Cross-encoder reranker model ('' disables).")
+@click.option("--json-output", "-j", is_flag=True, help="Print results as JSON.")
+def search(query: str, top_k: int, source_prefix: str | None, json_output: bool, **flags: Any) -> None:
+    """Search indexed memory for QUERY."""
+    _, ms = open_memsearch(flags)
+    try:
+        results = asyncio.run(ms.search(query, top_k=top_k, source_prefix=source_prefix))
+    finally:
+        ms.close()
+    if json_output:
+        echo_json(results)
+        return
+    if not results:
+        click.echo("No results found.")
+        return
+    for i, r in enumerate(results, 1):
+        click.echo(f"\n--- Result {i} (score: {r['score']:.4f}) ---")
+        click.echo(f"Source: {r['source']}")
+        if r.get("heading"):
+            click.echo(f"Heading: {r['heading']}")
+        content = r["content"]
+        if len(content) > PREVIEW_CHARS:
+            click.echo(content[:PREVIEW_CHARS])
+            click.echo(
+                f"  ... [truncated, run 'memsearch expand {r['chunk_hash']}' for full content]"
+            )
+        else:
+            click.echo(content)

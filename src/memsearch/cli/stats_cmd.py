@@ -1,0 +1,38 @@
+"""``memsearch stats`` and ``memsearch reset``: look at, or drop, the index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memsearch.cli.options import open_memsearch, store_options
+
+
+@click.command("stats")
+@store_options
+def stats(**flags: Any) -> None:
+    """Show statistics about the index."""
+    _, ms = open_memsearch(flags)
+    try:
+        click.echo(f"Total indexed chunks: {ms.count()}")
+    finally:
+        ms.close()
+
+
+@click.command("reset")
+@store_options
+@click.option(
+    "--yes", "-y", is_flag=True, expose_value=True,
+    help="Do not ask for confirmation.",
+)
+def reset(yes: bool, **flags: Any) -> None:
+    """Drop all indexed data (the markdown files are not touched)."""
+    if not yes:
+        click.confirm("This will delete all indexed data. Continue?", abort=True)
+    _, ms = open_memsearch(flags)
+    try:
+        ms.reset()
+    finally:
+        ms.close()
+    click.echo("Dropped collection.")

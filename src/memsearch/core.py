@@ -1,0 +1,293 @@
+"""The ``MemSearch`` facade: wires config → embedding provider → store → indexer.
+
+Kept thin on purpose: the work lives in ``indexer``, ``store``, ``embeddings`` and ``expand``. The
+constructor takes the same parameters as the original memsearch, but opens nothing: the store and
+the embedding model are created on first use, so an ``index`` of an unchanged folder, or a
+``MemSearch`` that is only configured, costs no Milvus start-up and no model load.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsearch.indexer import Indexer, IndexReport, IndexSettings, Progress, manifest_path
+
+if TYPE_CHECKING:
+    from memsearch.config import MemSearchConfig
+    from memsearch.embeddings import EmbeddingProvider
+    from memsearch.expand import Expansion
+    from memsearch.store import MilvusStore
+
+logger = logging.getLogger("memsearch")
+
+DEFAULT_PROVIDER = "onnx"
+DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
+DEFAULT_COLLECTION = "memsearch_chunks"
+
+
+class MemSearch:
+    """Semantic memory over markdown files: index them, search them, expand a hit.
+
+    >>> ms = MemSearch(["./memory"])            # doctest: +SKIP
+    >>> await ms.index()                         # doctest: +SKIP
+    >>> await ms.search("database timeout")      # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        *,
+        embedding_provider: str = DEFAULT_PROVIDER,
+        embedding_model: str | None = None,
+        embedding_batch_size: int = 0,
+        embedding_base_url: str | None = None,
+        embedding_api_key: str | None = None,
+        milvus_uri: str = DEFAULT_MILVUS_URI,
+        milvus_token: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        description: str = "",
+        max_chunk_size: int = 1500,
+        overlap_lines: int = 2,
+        ignore_files: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        reranker_model: str = "",
+        lock_timeout: float = 10.0,
+        embedding_cache: bool = True,
+    ) -> None:
+        from memsearch.embeddings import DEFAULT_MODELS, PROVIDERS
+
+        if embedding_provider not in PROVIDERS:
+            from memsearch.errors import UnknownProviderError
+
+            raise UnknownProviderError(
+                f"Unknown embedding provider '{embedding_provider}'. "
+                f"Available: {', '.join(sorted(PROVIDERS))}",
+                hint="set embedding.provider (or --provider) to one of those",
+            )
+        self._paths = [str(p) for p in (paths or [])]
+        self._provider = embedding_provider
+        self._model = embedding_model or DEFAULT_MODELS[embedding_provider]
+        self._batch_size = embedding_batch_size
+        self._base_url = embedding_base_url
+        self._api_key = embedding_api_key
+        self._uri = milvus_uri
+        self._token = milvus_token
+        self._collection = collection
+        self._description = description
+        self._ignore_files = tuple(ignore_files or ())
+        self._exclude = tuple(exclude or ())
+        self._reranker_model = reranker_model
+        self._lock_timeout = lock_timeout
+        self._use_cache = embedding_cache
+        self._max_chunk_size = max_chunk_size
+        self._overlap_lines = overlap_lines
+        self._embedder: EmbeddingProvider | None = None
+        self._store: MilvusStore | None = None
+
+    # -- construction from config ---------------------------------------------------------
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: MemSearchConfig,
+        paths: Sequence[str | Path] | None = None,
+        **extra: Any,
+    ) -> MemSearch:
+        """The one place where configuration becomes constructor arguments (DESIGN §7.2)."""
+        kwargs: dict[str, Any] = {
+            "embedding_provider": cfg.embedding.provider,
+            "embedding_model": cfg.embedding.model or None,
+            "embedding_batch_size": cfg.embedding.batch_size,
+            "embedding_base_url": cfg.embedding.base_url or None,
+            "embedding_api_key": cfg.embedding.api_key or None,
+            "milvus_uri": cfg.milvus.uri,
+            "milvus_token": cfg.milvus.token or None,
+            "collection": cfg.milvus.collection,
+            "max_chunk_size": cfg.chunking.max_chunk_size,
+            "overlap_lines": cfg.chunking.overlap_lines,
+            "ignore_files": list(cfg.indexing.ignore_files),
+            "exclude": list(cfg.indexing.exclude),
+            "reranker_model": cfg.reranker.model,
+            "lock_timeout": getattr(cfg.milvus, "lock_timeout", 10.0),
+        }
+        kwargs.update(extra)
+        return cls(paths, **kwargs)
+
+    # -- lazily created parts -------------------------------------------------------------
+
+    @property
+    def embedder(self) -> EmbeddingProvider:
+        """The embedding provider (created, and for onnx loaded, on first use)."""
+        if self._embedder is None:
+            from memsearch.embeddings import get_provider
+
+            provider = get_provider(
+                self._provider,
+                model=self._model,
+                batch_size=self._batch_size,
+                base_url=self._base_url,
+                api_key=self._api_key,
+            )
+            if self._use_cache:
+                from memsearch.config import memsearch_home
+                from memsearch.embeddings.cache import CachedEmbedder, EmbeddingCache
+
+                cache = EmbeddingCache(memsearch_home() / "embedding-cache.sqlite")
+                provider = CachedEmbedder(provider, cache)
+            self._embedder = provider
+        return self._embedder
+
+    @property
+    def store(self) -> MilvusStore:
+        """The Milvus store; created (with its collection) on first use."""
+        if self._store is None:
+            self._store = self._open_store(self.embedder.dimension)
+        return self._store
+
+    def _open_store(self, dimension: int | None) -> MilvusStore:
+        from memsearch.store import MilvusStore
+
+        return MilvusStore(
+            self._uri,
+            token=self._token,
+            collection=self._collection,
+            dimension=dimension,
+            description=self._description,
+            lock_timeout=self._lock_timeout,
+        )
+
+    def _read_store(self) -> MilvusStore:
+        """A store for read-only work (expand, stats): never creates a missing collection."""
+        if self._store is None:
+            self._store = self._open_store(None)
+        return self._store
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    def _lite_path(self) -> Path | None:
+        from memsearch.store import resolve_uri
+
+        return resolve_uri(self._uri).path
+
+    def _manifest_file(self) -> Path:
+        from memsearch.config import memsearch_home
+        from memsearch.store import resolve_uri
+
+        return manifest_path(memsearch_home(), resolve_uri(self._uri).uri, self._collection)
+
+    def _indexer(self, paths: Sequence[str]) -> Indexer:
+        settings = IndexSettings(
+            tuple(paths),
+            model=self._model,
+            max_chunk_size=self._max_chunk_size,
+            overlap_lines=self._overlap_lines,
+            ignore_files=self._ignore_files,
+            exclude=self._exclude,
+        )
+        return Indexer(
+            settings,
+            store=lambda: self.store,
+            embedder=lambda: self.embedder,
+            manifest_file=self._manifest_file(),
+            lite_path=self._lite_path(),
+        )
+
+    # -- indexing -------------------------------------------------------------------------
+
+    async def index(self, *, force: bool = False) -> int:
+        """Index all configured paths; returns the number of chunks embedded in this run."""
+        return (await self.index_with_report(force=force)).indexed_chunks
+
+    async def index_with_report(
+        self, *, force: bool = False, progress: Progress | None = None
+    ) -> IndexReport:
+        """Index all configured paths; per-file failures are in the report, not raised."""
+        return await self._indexer(self._paths).index(force=force, progress=progress)
+
+    async def index_file(self, path: str | Path) -> int:
+        """Index one file (no ignore rules apply); returns chunks embedded."""
+        return await self._indexer(self._paths).index_file(path)
+
+    def forget_manifest(self) -> None:
+        """Drop the no-change manifest of this store (after ``reset``)."""
+        try:
+            self._manifest_file().unlink()
+        except FileNotFoundError:
+            pass
+
+    # -- retrieval ------------------------------------------------------------------------
+
+    async def search(
+        self, query: str, *, top_k: int = 10, source_prefix: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Hybrid search (dense + BM25, fused by RRF); results sorted by descending score."""
+        from memsearch.store import source_prefix_filter
+
+        if top_k < 1:
+            from memsearch.errors import ConfigValueError
+
+            raise ConfigValueError(f"top_k must be at least 1 (got {top_k})")
+        filter_expr = ""
+        if source_prefix:
+            prefix = str(Path(source_prefix).expanduser().resolve())
+            filter_expr = source_prefix_filter(prefix)
+        embedder = self.embedder
+        embed_query = getattr(embedder, "embed_query", embedder.embed)
+        vector = (await embed_query([query]))[0]
+        if self._reranker_model:
+            logger.warning(
+                "reranker model %r is configured but reranking is not available in this "
+                "version; returning the hybrid ranking",
+                self._reranker_model,
+            )
+        return self.store.search(vector, query_text=query, top_k=top_k, filter_expr=filter_expr)
+
+    def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
+        """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
+        from memsearch.errors import ChunkNotFoundError
+        from memsearch.expand import validate_chunk_hash
+
+        key = validate_chunk_hash(chunk_hash)
+        row = self._read_store().get_by_hash(key)
+        if row is None:
+            raise ChunkNotFoundError(
+                f"Chunk not found: {chunk_hash}",
+                hint="run `memsearch search` to get current chunk hashes "
+                "(hashes change when a file is edited)",
+            )
+        return row
+
+    def expand(
+        self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None
+    ) -> Expansion:
+        """The full section (or ±N lines) around a chunk, read from its markdown file."""
+        from memsearch.expand import expand_chunk
+
+        return expand_chunk(self.get_chunk(chunk_hash), section=section, context_lines=context_lines)
+
+    def count(self) -> int:
+        """Number of chunks in the collection (read-only; errors if it does not exist)."""
+        return self._read_store().count()
+
+    def reset(self) -> None:
+        """Drop the collection and forget the manifest; the markdown files are untouched."""
+        self._read_store().drop()
+        self.forget_manifest()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> MemSearch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

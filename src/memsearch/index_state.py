@@ -1,0 +1,151 @@
+"""``.index-state.json``: a diagnostics record of the last index/watch run, for plugin health checks.
+
+Not used for incremental decisions (that is the indexer's manifest). Written only when the indexed
+paths live under a ``.memsearch`` folder or ``MEMSEARCH_DIR`` is set, as the original does, so that
+indexing an arbitrary folder leaves no stray files. Write failures are swallowed: diagnostics must
+never fail the command they describe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memsearch.config import MemSearchConfig
+    from memsearch.indexer import IndexReport
+
+STATE_FILE = ".index-state.json"
+SCHEMA_VERSION = 1
+
+
+def state_path_for(
+    paths: Sequence[str], *, memsearch_dir: str | None = None, cwd: Path | None = None
+) -> Path | None:
+    """Where the state file goes for these paths, or None when none should be written."""
+    explicit = memsearch_dir or os.environ.get("MEMSEARCH_DIR", "")
+    if explicit:
+        return Path(explicit).expanduser().resolve() / STATE_FILE
+    base = cwd or Path.cwd()
+    for raw in paths:
+        p = Path(raw).expanduser()
+        p = (p if p.is_absolute() else base / p).resolve()
+        parts = p.parts
+        if ".memsearch" in parts:
+            return Path(*parts[: parts.index(".memsearch") + 1]) / STATE_FILE
+    return None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(path: Path | None, record: dict[str, Any]) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _base(status: str, operation: str, paths: Sequence[str], cfg: MemSearchConfig) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": status,
+        "operation": operation,
+        "updated_at": _now(),
+        "paths": [str(p) for p in paths],
+        "collection": cfg.milvus.collection,
+        "milvus_uri": cfg.milvus.uri,
+    }
+
+
+def record_started(
+    path: Path | None, operation: str, paths: Sequence[str], cfg: MemSearchConfig
+) -> None:
+    """A run began; keeps only ``last_success_at`` from the previous record."""
+    if path is None:
+        return
+    previous = _load(path)
+    record = _base("running", operation, paths, cfg)
+    record["last_started_at"] = record["updated_at"]
+    if "last_success_at" in previous:
+        record["last_success_at"] = previous["last_success_at"]
+    _write(path, record)
+
+
+def record_report(
+    path: Path | None,
+    operation: str,
+    paths: Sequence[str],
+    cfg: MemSearchConfig,
+    report: IndexReport,
+) -> None:
+    """A run finished: ``ok`` or ``degraded`` with the failed files."""
+    if path is None:
+        return
+    previous = _load(path)
+    record = _base(report.status, operation, paths, cfg)
+    now = record["updated_at"]
+    record.update(
+        last_started_at=previous.get("last_started_at", now),
+        last_completed_at=now,
+        indexed_chunks=report.indexed_chunks,
+        total_files=report.total_files,
+        indexed_files=report.indexed_files,
+        failed_files=[f.to_dict() for f in report.failed_files],
+    )
+    if report.failed_files:
+        record["last_failed_at"] = now
+        record["last_error"] = f"{len(report.failed_files)} file(s) failed during indexing."
+        if "last_success_at" in previous:
+            record["last_success_at"] = previous["last_success_at"]
+    else:
+        record["last_success_at"] = now
+    _write(path, record)
+
+
+def record_error(
+    path: Path | None,
+    operation: str,
+    paths: Sequence[str],
+    cfg: MemSearchConfig,
+    exc: BaseException,
+    *,
+    status: str = "error",
+    failed_files: Sequence[dict[str, str]] = (),
+) -> None:
+    """A run failed as a whole."""
+    if path is None:
+        return
+    from memsearch.indexer import format_error
+
+    previous = _load(path)
+    record = _base(status, operation, paths, cfg)
+    now = record["updated_at"]
+    record.update(
+        last_started_at=previous.get("last_started_at", now),
+        last_completed_at=now,
+        last_failed_at=now,
+        last_error=format_error(exc),
+        failed_files=list(failed_files),
+    )
+    if "last_success_at" in previous:
+        record["last_success_at"] = previous["last_success_at"]
+    _write(path, record)

@@ -1,0 +1,168 @@
+"""Incremental indexing through the public API, on a real Milvus Lite and the hash embedder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memsearch import MemSearch
+
+REFERENCE_KEYS = ["content", "source", "heading", "chunk_hash", "heading_level", "start_line", "end_line", "score"]
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    write(root / "db.md", "# Database\n\nThe connection pool timed out under load.\n")
+    write(root / "deploy.md", "# Deploy\n\nBlue/green deploys switch nginx upstreams.\n")
+    write(root / "sub" / "cache.md", "# Cache\n\nRedis keys expire after ten minutes.\n")
+    return root
+
+
+def make(paths: list[Path], tmp_path: Path, **kw: object) -> MemSearch:
+    return MemSearch(
+        [str(p) for p in paths],
+        embedding_provider="hash",
+        milvus_uri=str(tmp_path / "m.db"),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def test_index_then_search_returns_reference_keys(notes: Path, tmp_path: Path) -> None:
+    with make([notes], tmp_path) as ms:
+        assert await ms.index() == 3
+        hits = await ms.search("connection pool timed out", top_k=2)
+    assert hits and list(hits[0]) == REFERENCE_KEYS
+    assert hits[0]["source"] == str(notes / "db.md")
+    assert hits[0]["heading"] == "Database" and hits[0]["heading_level"] == 1
+    assert 0 < hits[0]["score"] <= 1.0
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+
+async def test_unchanged_tree_opens_neither_store_nor_model(notes: Path, tmp_path: Path) -> None:
+    with make([notes], tmp_path) as ms:
+        await ms.index()
+    with make([notes], tmp_path) as ms:
+        report = await ms.index_with_report()
+        assert report.unchanged and report.indexed_chunks == 0 and report.total_files == 3
+        assert ms._store is None and ms._embedder is None
+
+
+async def test_touched_but_identical_file_embeds_nothing(notes: Path, tmp_path: Path) -> None:
+    with make([notes], tmp_path) as ms:
+        await ms.index()
+    later = (notes / "db.md").stat().st_mtime + 10
+    os.utime(notes / "db.md", (later, later))
+    with make([notes], tmp_path) as ms:
+        report = await ms.index_with_report()
+        assert report.indexed_chunks == 0 and not report.unchanged
+    with make([notes], tmp_path) as ms:
+        assert (await ms.index_with_report()).unchanged
+
+
+async def test_edit_replaces_only_that_files_chunks(notes: Path, tmp_path: Path) -> None:
+    with make([notes], tmp_path) as ms:
+        await ms.index()
+    write(notes / "db.md", "# Database\n\nWe moved to PgBouncer in transaction mode.\n")
+    with make([notes], tmp_path) as ms:
+        report = await ms.index_with_report()
+        assert report.indexed_chunks == 1 and report.changed_files == 1
+        assert report.deleted_chunks == 1
+        assert ms.count() == 3
+        contents = [h["content"] for h in await ms.search("database", top_k=10)]
+    assert not any("timed out" in c for c in contents)
+    assert any("PgBouncer" in c for c in contents)
+
+
+async def test_deleted_file_is_pruned_only_under_directory_roots(notes: Path, tmp_path: Path) -> None:
+    other = write(tmp_path / "notes2" / "x.md", "# Other\n\nSomething in a sibling folder.\n")
+    with make([notes, other], tmp_path) as ms:
+        await ms.index()
+        assert ms.count() == 4
+    (notes / "deploy.md").unlink()
+    with make([notes], tmp_path) as ms:  # notes2 is not a root this time: keep it
+        report = await ms.index_with_report()
+        assert report.removed_files == 1
+        sources = {h["source"] for h in await ms.search("something", top_k=10)}
+    assert str(other) in sources and str(notes / "deploy.md") not in sources
+
+
+async def test_explicit_file_index_never_prunes_others(notes: Path, tmp_path: Path) -> None:
+    with make([notes], tmp_path) as ms:
+        await ms.index()
+    with make([notes / "db.md"], tmp_path) as ms:
+        await ms.index_with_report(force=True)
+        assert ms.count() == 3
+
+
+async def test_force_reembeds_everything(notes: Path, tmp_path: Path) -> None:
+    with make([notes], tmp_path) as ms:
+        await ms.index()
+        assert await ms.index(force=True) == 3
+        assert ms.count() == 3
+
+
+async def test_reset_and_deleted_database_trigger_full_reindex(notes: Path, tmp_path: Path) -> None:
+    with make([notes], tmp_path) as ms:
+        await ms.index()
+        ms.reset()
+    with make([notes], tmp_path) as ms:
+        assert await ms.index() == 3
+    shutil.rmtree(tmp_path / "m.db")
+    with make([notes], tmp_path) as ms:
+        assert await ms.index() == 3
+
+
+async def test_bad_files_are_reported_and_do_not_stop_others(notes: Path, tmp_path: Path) -> None:
+    (notes / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00" * 50)
+    (notes / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve text about caching\n".encode("latin-1"))
+    with make([notes], tmp_path) as ms:
+        report = await ms.index_with_report()
+        assert report.status == "degraded"
+        assert [f.path for f in report.failed_files] == [str(notes / "binary.md")]
+        assert "binary" in report.failed_files[0].error
+        assert any("latin1.md" in w and "byte" in w for w in report.warnings)
+        assert ms.count() == 4  # three good files + the repaired latin-1 one
+        hits = await ms.search("caching", top_k=5)
+    assert any("\ufffd" in h["content"] for h in hits if h["source"].endswith("latin1.md"))
+    # the failed file is retried next time (not recorded as indexed)
+    with make([notes], tmp_path) as ms:
+        assert (await ms.index_with_report()).status == "degraded"
+
+
+async def test_source_prefix_matches_path_boundaries(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "a.md", "# A\n\nshared keyword alpha\n")
+    write(tmp_path / "docs2" / "b.md", "# B\n\nshared keyword alpha\n")
+    with make([tmp_path / "docs", tmp_path / "docs2"], tmp_path) as ms:
+        await ms.index()
+        hits = await ms.search("alpha", top_k=5, source_prefix=str(tmp_path / "docs"))
+        assert {h["source"] for h in hits} == {str(tmp_path / "docs" / "a.md")}
+        quoted = await ms.search('alpha" or source != "', top_k=5, source_prefix='x" or source != "')
+        assert quoted == []
+
+
+async def test_index_file_indexes_one_file(notes: Path, tmp_path: Path) -> None:
+    extra = write(tmp_path / "loose.md", "# Loose\n\nA note outside the roots.\n")
+    with make([notes], tmp_path) as ms:
+        assert await ms.index_file(extra) == 1
+        assert ms.count() == 1
+
+
+async def test_chunk_ids_follow_the_reference_formula(notes: Path, tmp_path: Path) -> None:
+    from memsearch.chunker import chunk_markdown, compute_chunk_id
+
+    with make([notes / "db.md"], tmp_path) as ms:
+        await ms.index()
+        hit = (await ms.search("pool", top_k=1))[0]
+    chunk = chunk_markdown((notes / "db.md").read_text(), str(notes / "db.md"))[0]
+    expected = compute_chunk_id(str(notes / "db.md"), chunk.start_line, chunk.end_line, chunk.content_hash, "hash-64")
+    assert hit["chunk_hash"] == expected
