@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from hash_embedder import register as register_hash_embedder
 
 # Fixtures for a real `milvus-lite server` on 127.0.0.1 (tests/ is on sys.path, not a package).
@@ -18,8 +19,18 @@ pytest_plugins = ["milvus_server"]
 # The deterministic fake embedder, as provider "hash", through the real provider table.
 register_hash_embedder()
 
-_ENV_PREFIXES = ("MEMSEARCH_", "OPENAI_", "ANTHROPIC_", "GOOGLE_", "GEMINI_", "VOYAGE_", "JINA_",
-                 "MISTRAL_", "OLLAMA_", "HF_HUB_OFFLINE")
+_ENV_PREFIXES = (
+    "MEMSEARCH_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "GOOGLE_",
+    "GEMINI_",
+    "VOYAGE_",
+    "JINA_",
+    "MISTRAL_",
+    "OLLAMA_",
+    "HF_HUB_OFFLINE",
+)
 
 
 @pytest.fixture(autouse=True)

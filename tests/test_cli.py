@@ -48,8 +48,16 @@ def test_index_search_expand_roundtrip(run, memory: Path) -> None:
     r = run("search", "file watcher missed renamed files", "--json-output")
     hits = json.loads(r.stdout)
     assert len(hits) == 5
-    assert list(hits[0]) == ["content", "source", "heading", "chunk_hash", "heading_level",
-                             "start_line", "end_line", "score"]
+    assert list(hits[0]) == [
+        "content",
+        "source",
+        "heading",
+        "chunk_hash",
+        "heading_level",
+        "start_line",
+        "end_line",
+        "score",
+    ]
     top = hits[0]
     assert top["source"] == str(memory / "2026-11-03.md") and top["heading"] == "15:30"
 
@@ -64,7 +72,9 @@ def test_index_search_expand_roundtrip(run, memory: Path) -> None:
     assert data["content"].startswith("### 15:30\n") and "on_moved" in data["content"]
 
     text = run("expand", top["chunk_hash"], embed=False).stdout
-    assert text.startswith(f"Source: {memory / '2026-11-03.md'} (lines {data['start_line']}-{data['end_line']})\n")
+    assert text.startswith(
+        f"Source: {memory / '2026-11-03.md'} (lines {data['start_line']}-{data['end_line']})\n"
+    )
     assert "Heading: 15:30\nSession: a9b8c7d6-e5f4-4321-8765-0fedcba98765  Turn: 99887766" in text
 
 

@@ -50,15 +50,35 @@ def test_unknown_provider(notes: Path, tmp_path: Path) -> None:
 
 
 def test_missing_model(notes: Path, tmp_path: Path) -> None:
-    r = invoke("index", str(notes), "--provider", "onnx", "--model", str(tmp_path / "no-such-model"),
-               "--milvus-uri", str(tmp_path / "m.db"))
+    r = invoke(
+        "index",
+        str(notes),
+        "--provider",
+        "onnx",
+        "--model",
+        str(tmp_path / "no-such-model"),
+        "--milvus-uri",
+        str(tmp_path / "m.db"),
+    )
     assert_one_error(r, "no-such-model")
 
 
 def test_unreachable_endpoint(notes: Path, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    r = invoke("index", str(notes), "--provider", "openai", "--model", "text-embedding-3-small",
-               "--base-url", url, "--api-key", "sk-test", "--milvus-uri", str(tmp_path / "m.db"))
+    r = invoke(
+        "index",
+        str(notes),
+        "--provider",
+        "openai",
+        "--model",
+        "text-embedding-3-small",
+        "--base-url",
+        url,
+        "--api-key",
+        "sk-test",
+        "--milvus-uri",
+        str(tmp_path / "m.db"),
+    )
     assert_one_error(r, "127.0.0.1")
 
 
@@ -118,10 +138,21 @@ def test_expand_source_deleted(notes: Path, tmp_path: Path) -> None:
 def test_queries_with_quotes_and_filter_syntax(query: str, notes: Path, tmp_path: Path) -> None:
     uri = str(tmp_path / "m.db")
     invoke("index", str(notes), "--provider", "hash", "--milvus-uri", uri)
-    r = invoke("search", query, "-j", "--provider", "hash", "--milvus-uri", uri,
-               "--source-prefix", str(notes) + '" or source != "')
+    r = invoke(
+        "search",
+        query,
+        "-j",
+        "--provider",
+        "hash",
+        "--milvus-uri",
+        uri,
+        "--source-prefix",
+        str(notes) + '" or source != "',
+    )
     assert r.exit_code == 0 and r.stdout == "[]\n"
-    r = invoke("search", query, "-j", "--provider", "hash", "--milvus-uri", uri, "--source-prefix", str(notes))
+    r = invoke(
+        "search", query, "-j", "--provider", "hash", "--milvus-uri", uri, "--source-prefix", str(notes)
+    )
     assert r.exit_code == 0 and len(__import__("json").loads(r.stdout)) == 1
 
 
@@ -129,7 +160,9 @@ def test_real_entry_point_prints_no_traceback(tmp_path: Path) -> None:
     """Through the installed console entry (a real process), an error is one line and exit 1."""
     proc = subprocess.run(
         [sys.executable, "-m", "memsearch", "expand", "zz", "--milvus-uri", str(tmp_path / "m.db")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 1
     assert proc.stdout == ""

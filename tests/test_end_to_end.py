@@ -17,7 +17,11 @@ def memsearch(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "memsearch", *args],
-        capture_output=True, text=True, timeout=300, env=env, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
     )
 
 
@@ -53,8 +57,17 @@ def test_default_model_on_a_milvus_server(milvus_server_uri: str) -> None:
     proc = memsearch("index", str(EXAMPLES), "--milvus-uri", milvus_server_uri, "--collection", collection)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "Indexed 9 chunks.\n"
-    out = memsearch("search", "订单导出失败", "-j", "-k", "1", "--milvus-uri", milvus_server_uri,
-                    "--collection", collection)
+    out = memsearch(
+        "search",
+        "订单导出失败",
+        "-j",
+        "-k",
+        "1",
+        "--milvus-uri",
+        milvus_server_uri,
+        "--collection",
+        collection,
+    )
     assert out.returncode == 0, out.stderr
     assert Path(json.loads(out.stdout)[0]["source"]).name == "2026-11-04.md"
     stats = memsearch("stats", "--milvus-uri", milvus_server_uri, "--collection", collection)

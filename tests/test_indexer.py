@@ -10,7 +10,16 @@ import pytest
 
 from memsearch import MemSearch
 
-REFERENCE_KEYS = ["content", "source", "heading", "chunk_hash", "heading_level", "start_line", "end_line", "score"]
+REFERENCE_KEYS = [
+    "content",
+    "source",
+    "heading",
+    "chunk_hash",
+    "heading_level",
+    "start_line",
+    "end_line",
+    "score",
+]
 
 
 def write(path: Path, text: str) -> Path:
@@ -164,5 +173,7 @@ async def test_chunk_ids_follow_the_reference_formula(notes: Path, tmp_path: Pat
         await ms.index()
         hit = (await ms.search("pool", top_k=1))[0]
     chunk = chunk_markdown((notes / "db.md").read_text(), str(notes / "db.md"))[0]
-    expected = compute_chunk_id(str(notes / "db.md"), chunk.start_line, chunk.end_line, chunk.content_hash, "hash-64")
+    expected = compute_chunk_id(
+        str(notes / "db.md"), chunk.start_line, chunk.end_line, chunk.content_hash, "hash-64"
+    )
     assert hit["chunk_hash"] == expected

@@ -215,10 +215,7 @@ class MemSearch:
 
     def forget_manifest(self) -> None:
         """Drop the no-change manifest of this store (after ``reset``)."""
-        try:
-            self._manifest_file().unlink()
-        except FileNotFoundError:
-            pass
+        self._manifest_file().unlink(missing_ok=True)
 
     # -- retrieval ------------------------------------------------------------------------
 
@@ -262,9 +259,7 @@ class MemSearch:
             )
         return row
 
-    def expand(
-        self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None
-    ) -> Expansion:
+    def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
         """The full section (or ±N lines) around a chunk, read from its markdown file."""
         from memsearch.expand import expand_chunk
 

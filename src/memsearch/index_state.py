@@ -76,9 +76,7 @@ def _base(status: str, operation: str, paths: Sequence[str], cfg: MemSearchConfi
     }
 
 
-def record_started(
-    path: Path | None, operation: str, paths: Sequence[str], cfg: MemSearchConfig
-) -> None:
+def record_started(path: Path | None, operation: str, paths: Sequence[str], cfg: MemSearchConfig) -> None:
     """A run began; keeps only ``last_success_at`` from the previous record."""
     if path is None:
         return

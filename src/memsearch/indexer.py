@@ -218,9 +218,7 @@ class Indexer:
         result = scan(list(s.paths), ignore_files=list(s.ignore_files), exclude=list(s.exclude))
         files = result.files
         failures = [IndexFailure(path, reason) for path, reason in result.problems]
-        roots = [
-            Path(p).expanduser().resolve() for p in s.paths if Path(p).expanduser().is_dir()
-        ]
+        roots = [Path(p).expanduser().resolve() for p in s.paths if Path(p).expanduser().is_dir()]
         manifest = Manifest.load(self._manifest_file, s.fingerprint())
         if self._lite_path is not None and not self._lite_path.exists():
             manifest.files.clear()  # the database was deleted: the manifest describes nothing
@@ -229,9 +227,7 @@ class Indexer:
         gone = [p for p in manifest.files if p not in active and _under(p, roots)]
         stat_changed = [f for f in files if force or not _entry_matches(manifest, f)]
         if not stat_changed and not gone:
-            return IndexReport(
-                0, len(files), len(files) - len(failures), tuple(failures), unchanged=True
-            )
+            return IndexReport(0, len(files), len(files) - len(failures), tuple(failures), unchanged=True)
 
         warnings: list[str] = []
         work: list[_FileWork] = []
@@ -259,15 +255,21 @@ class Indexer:
                 failures.append(IndexFailure(source, format_error(exc)))
                 manifest.files.pop(source, None)
                 continue
-            ids = [compute_chunk_id(source, c.start_line, c.end_line, c.content_hash, s.model) for c in chunks]
+            ids = [
+                compute_chunk_id(source, c.start_line, c.end_line, c.content_hash, s.model) for c in chunks
+            ]
             entry.chunks = len(chunks)
             work.append(_FileWork(source, entry, chunks, ids))
 
         if not work and not gone and not force:
             manifest.save()
             return IndexReport(
-                0, len(files), len(files) - len(failures), tuple(failures),
-                warnings=tuple(warnings), changed_files=0,
+                0,
+                len(files),
+                len(files) - len(failures),
+                tuple(failures),
+                warnings=tuple(warnings),
+                changed_files=0,
             )
 
         store = self._store()
@@ -319,10 +321,7 @@ class Indexer:
     async def _start_over(self, progress: Progress | None) -> IndexReport:
         """Start over with an empty manifest (used when the collection turned out to be empty)."""
         if self._manifest_file is not None:
-            try:
-                self._manifest_file.unlink()
-            except FileNotFoundError:
-                pass
+            self._manifest_file.unlink(missing_ok=True)
         return await self.index(force=False, progress=progress)
 
     async def index_file(self, path: str | Path) -> int:
@@ -333,8 +332,9 @@ class Indexer:
 
             raise SourceFileNotFoundError(f"File not found: {p}", hint="check the path")
         indexer = Indexer(
-            IndexSettings((str(p),), self.settings.model, self.settings.max_chunk_size,
-                          self.settings.overlap_lines),
+            IndexSettings(
+                (str(p),), self.settings.model, self.settings.max_chunk_size, self.settings.overlap_lines
+            ),
             store=self._store,
             embedder=self._embedder,
             manifest_file=self._manifest_file,
@@ -379,9 +379,7 @@ class Indexer:
                 raise EmbeddingError(
                     f"the embedding provider returned {len(vectors)} vectors for {len(part)} texts"
                 )
-            records = [
-                _record(w.ids[i], w.chunks[i], vec) for (w, i), vec in zip(part, vectors)
-            ]
+            records = [_record(w.ids[i], w.chunks[i], vec) for (w, i), vec in zip(part, vectors, strict=True)]
             try:
                 store.upsert(records)
             except StoreError:

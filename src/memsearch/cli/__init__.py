@@ -11,6 +11,7 @@ them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from typing import Any
@@ -34,10 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def _reconfigure_streams() -> None:
     """Make stdout/stderr UTF-8 with replacement before anything is printed (help included)."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             stream.reconfigure(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
-        except (AttributeError, OSError, ValueError):
-            pass
 
 
 class LazyGroup(click.Group):

@@ -11,8 +11,18 @@ from memsearch.cli.options import echo_json, open_memsearch, store_options
 
 @click.command("expand")
 @click.argument("chunk_hash")
-@click.option("--section/--no-section", default=True, help="Show the whole section (default) or only the chunk's own lines.")
-@click.option("--lines", "-n", type=click.IntRange(min=0), default=None, help="Show the chunk plus N lines before and after (overrides --section).")
+@click.option(
+    "--section/--no-section",
+    default=True,
+    help="Show the whole section (default) or only the chunk's own lines.",
+)
+@click.option(
+    "--lines",
+    "-n",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Show the chunk plus N lines before and after (overrides --section).",
+)
 @store_options
 @click.option("--json-output", "-j", is_flag=True, help="Print as JSON.")
 def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool, **flags: Any) -> None:

@@ -31,7 +31,11 @@ def _apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
 store_options = _apply(
     [
         click.option("--collection", "-c", default=None, help="Milvus collection name."),
-        click.option("--milvus-uri", default=None, help="Milvus URI: a local .db path (Milvus Lite) or http(s)://host:port."),
+        click.option(
+            "--milvus-uri",
+            default=None,
+            help="Milvus URI: a local .db path (Milvus Lite) or http(s)://host:port.",
+        ),
         click.option("--milvus-token", default=None, help="Milvus / Zilliz Cloud token."),
     ]
 )
@@ -39,10 +43,21 @@ store_options = _apply(
 #: Embedding provider + store: for commands that embed (index, search, watch, compact).
 common_options = _apply(
     [
-        click.option("--provider", "-p", default=None, help="Embedding provider (onnx, openai, ollama, google, voyage, jina, mistral, local)."),
-        click.option("--model", "-m", default=None, help="Embedding model (default: the provider's default)."),
-        click.option("--batch-size", type=int, default=None, help="Embedding batch size (0 = provider default)."),
-        click.option("--base-url", default=None, help="Base URL of an OpenAI-compatible or self-hosted embedding API."),
+        click.option(
+            "--provider",
+            "-p",
+            default=None,
+            help="Embedding provider (onnx, openai, ollama, google, voyage, jina, mistral, local).",
+        ),
+        click.option(
+            "--model", "-m", default=None, help="Embedding model (default: the provider's default)."
+        ),
+        click.option(
+            "--batch-size", type=int, default=None, help="Embedding batch size (0 = provider default)."
+        ),
+        click.option(
+            "--base-url", default=None, help="Base URL of an OpenAI-compatible or self-hosted embedding API."
+        ),
         click.option("--api-key", default=None, help="Embedding API key (or env:VAR)."),
         store_options,
     ]
@@ -51,7 +66,12 @@ common_options = _apply(
 #: File selection for commands that scan folders (index, watch).
 indexing_options = _apply(
     [
-        click.option("--ignore-file", "ignore_files", multiple=True, help="Ignore-file name to honour in each folder, e.g. .gitignore (repeatable)."),
+        click.option(
+            "--ignore-file",
+            "ignore_files",
+            multiple=True,
+            help="Ignore-file name to honour in each folder, e.g. .gitignore (repeatable).",
+        ),
         click.option("--exclude", multiple=True, help="Extra gitignore-style pattern to skip (repeatable)."),
     ]
 )

@@ -15,7 +15,9 @@ PREVIEW_CHARS = 500
 
 @click.command("search")
 @click.argument("query")
-@click.option("--top-k", "-k", type=click.IntRange(min=1), default=5, show_default=True, help="Number of results.")
+@click.option(
+    "--top-k", "-k", type=click.IntRange(min=1), default=5, show_default=True, help="Number of results."
+)
 @click.option("--source-prefix", default=None, help="Only results from files under this path.")
 @common_options
 @click.option("--reranker-model", default=None, help="Cross-encoder reranker model ('' disables).")
@@ -41,8 +43,6 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
         content = r["content"]
         if len(content) > PREVIEW_CHARS:
             click.echo(content[:PREVIEW_CHARS])
-            click.echo(
-                f"  ... [truncated, run 'memsearch expand {r['chunk_hash']}' for full content]"
-            )
+            click.echo(f"  ... [truncated, run 'memsearch expand {r['chunk_hash']}' for full content]")
         else:
             click.echo(content)

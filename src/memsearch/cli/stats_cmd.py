@@ -23,7 +23,10 @@ def stats(**flags: Any) -> None:
 @click.command("reset")
 @store_options
 @click.option(
-    "--yes", "-y", is_flag=True, expose_value=True,
+    "--yes",
+    "-y",
+    is_flag=True,
+    expose_value=True,
     help="Do not ask for confirmation.",
 )
 def reset(yes: bool, **flags: Any) -> None:
