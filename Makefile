@@ -39,5 +39,10 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
 
+## Build the documentation site into site/ (fails on broken links).
+docs: $(VENV)/.installed-dev
+	$(BIN)/pip install -q -e '.[docs]'
+	$(BIN)/mkdocs build --strict
+
 clean:
 	rm -rf $(DEMO) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,222 @@
+"""Embedding providers: the protocol every provider meets, and the one registry table that names them.
+
+This module owns the public face of ``memsearch.embeddings``: :class:`EmbeddingProvider`,
+:class:`ProviderSpec`, the :data:`PROVIDERS` table, :data:`DEFAULT_MODELS` (derived from it),
+:func:`register_provider` and :func:`get_provider`. Provider implementations live one per module
+(``onnx``, ``openai``, ``ollama``, ``google``, ``voyage``, ``jina``, ``mistral``, ``local``) and are
+imported only when :func:`get_provider` builds one, so importing this package stays cheap: no numpy,
+onnxruntime, openai or HTTP client is loaded here (DESIGN §7.10).
+
+Why one table: the provider name, the class that implements it, its default model, the pip extra
+that brings its SDK and the options it accepts are facts about the same thing; keeping them in one
+row means the CLI's error for an unknown name, the install hint for a missing extra and the config
+defaults can never disagree. The REST providers (ollama, google, voyage, jina, mistral) talk to
+their APIs with a small stdlib HTTP helper (``embeddings/rest.py``), so they need no extra at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, _ProtocolMeta, runtime_checkable
+
+from memsearch.errors import MissingDependencyError, UnknownProviderError
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "PROVIDERS",
+    "EmbeddingProvider",
+    "ProviderSpec",
+    "get_provider",
+    "register_provider",
+]
+
+#: The options :func:`get_provider` knows how to pass on.
+OPTION_NAMES = frozenset({"model", "batch_size", "base_url", "api_key"})
+
+_MISSING = object()
+#: protocol class -> the member names its isinstance() looks up statically.
+_STATIC_MEMBERS: dict[type, tuple[str, ...]] = {}
+
+
+class _StaticProtocolMeta(_ProtocolMeta):
+    """Protocol metaclass whose ``isinstance`` never *reads* the members.
+
+    Python < 3.12 checks a runtime protocol with ``hasattr``, which would evaluate the lazy
+    ``dimension`` property, i.e. run a network trial embed just to answer ``isinstance``. Looking the
+    members up statically (as Python 3.12+ does) keeps the check free of side effects.
+    """
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        members = _STATIC_MEMBERS.get(cls)
+        if members is None:
+            return super().__instancecheck__(instance)
+        import inspect  # already loaded by dataclasses; imported here to keep the intent local
+
+        return all(inspect.getattr_static(instance, name, _MISSING) is not _MISSING for name in members)
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol, metaclass=_StaticProtocolMeta):
+    """What the indexer and search need from an embedding backend.
+
+    ``dimension`` may be computed on first access (a table lookup, or one trial embed for a model
+    the provider does not know), never at construction. ``embed`` is for documents (chunks) and
+    ``embed_query`` for search queries: models trained with asymmetric prefixes or task types
+    (e5, nomic, bge, Jina, Voyage, Gemini) embed the two differently; for the rest they are equal.
+    """
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    async def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+    async def embed_query(self, texts: list[str]) -> list[list[float]]: ...
+
+
+_STATIC_MEMBERS[EmbeddingProvider] = ("model_name", "dimension", "batch_size", "embed", "embed_query")
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One row of the provider table.
+
+    ``target`` is ``"module:Class"`` (imported on first use) or a callable that builds the provider;
+    it is called with the keyword options named in ``options`` that the caller actually gave.
+    ``extra`` is the pip extra that installs the provider's SDK, or ``None`` when the base install
+    is enough.
+    """
+
+    name: str
+    target: str | Callable[..., Any]
+    default_model: str
+    extra: str | None = None
+    options: frozenset[str] = field(default_factory=lambda: frozenset({"model", "batch_size"}))
+
+    def __post_init__(self) -> None:
+        unknown = self.options - OPTION_NAMES
+        if unknown:
+            raise ValueError(
+                f"ProviderSpec {self.name!r}: unknown options {sorted(unknown)}; "
+                f"valid: {sorted(OPTION_NAMES)}"
+            )
+
+    @property
+    def install_hint(self) -> str:
+        """The one-line command that installs what this provider needs."""
+        if self.extra is None:
+            return "pip install --force-reinstall memsearch"
+        return f'pip install "memsearch[{self.extra}]"'
+
+
+_ALL = frozenset(OPTION_NAMES)
+_LOCAL = frozenset({"model", "batch_size"})
+
+#: The built-in providers. ``local`` needs sentence-transformers (the ``local`` extra); ``openai``
+#: uses the OpenAI SDK, which the base install includes; the rest need nothing beyond the base.
+PROVIDERS: dict[str, ProviderSpec] = {
+    spec.name: spec
+    for spec in (
+        ProviderSpec(
+            "onnx",
+            "memsearch.embeddings.onnx:OnnxEmbedding",
+            "sentence-transformers/all-MiniLM-L6-v2",
+            None,
+            _LOCAL,
+        ),
+        ProviderSpec(
+            "openai", "memsearch.embeddings.openai:OpenAIEmbedding", "text-embedding-3-small", None, _ALL
+        ),
+        ProviderSpec("ollama", "memsearch.embeddings.ollama:OllamaEmbedding", "nomic-embed-text", None, _ALL),
+        ProviderSpec(
+            "google", "memsearch.embeddings.google:GoogleEmbedding", "gemini-embedding-001", None, _ALL
+        ),
+        ProviderSpec("voyage", "memsearch.embeddings.voyage:VoyageEmbedding", "voyage-3-lite", None, _ALL),
+        ProviderSpec("jina", "memsearch.embeddings.jina:JinaEmbedding", "jina-embeddings-v4", None, _ALL),
+        ProviderSpec("mistral", "memsearch.embeddings.mistral:MistralEmbedding", "mistral-embed", None, _ALL),
+        ProviderSpec(
+            "local", "memsearch.embeddings.local:LocalEmbedding", "all-MiniLM-L6-v2", "local", _LOCAL
+        ),
+    )
+}
+
+#: provider name -> default model, derived from :data:`PROVIDERS` (:func:`register_provider` updates both).
+DEFAULT_MODELS: dict[str, str] = {name: spec.default_model for name, spec in PROVIDERS.items()}
+
+
+def register_provider(spec: ProviderSpec) -> None:
+    """Add or replace a provider (the public extension point; tests register a hash embedder)."""
+    PROVIDERS[spec.name] = spec
+    DEFAULT_MODELS[spec.name] = spec.default_model
+
+
+def _load_target(spec: ProviderSpec) -> Callable[..., Any]:
+    """Import the provider's class, turning a missing dependency into an install hint."""
+    if callable(spec.target):
+        return spec.target
+    module_name, _, attr = spec.target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing == "memsearch" or (missing and module_name.startswith(missing + ".")):
+            raise  # a bug in our own code, not a missing extra
+        raise MissingDependencyError(
+            f"Embedding provider '{spec.name}' needs a package that is not installed"
+            f"{f' ({missing})' if missing else ''}.",
+            hint=spec.install_hint,
+        ) from exc
+    target: Callable[..., Any] = getattr(module, attr)
+    return target
+
+
+def get_provider(
+    name: str = "onnx",
+    *,
+    model: str | None = None,
+    batch_size: int = 0,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> EmbeddingProvider:
+    """Build the provider called ``name``.
+
+    ``model`` (``None`` → the provider's default), ``batch_size`` (0 → the provider's default),
+    ``base_url`` and ``api_key`` are passed on when the provider accepts them; an option that makes
+    no sense for a provider (an API key for the local ONNX model) is ignored, so one config can
+    switch providers freely.
+
+    Raises :class:`~memsearch.errors.UnknownProviderError` (listing the valid names) and
+    :class:`~memsearch.errors.MissingDependencyError` (with the install command).
+    """
+    spec = PROVIDERS.get(name)
+    if spec is None:
+        raise UnknownProviderError(
+            f"Unknown embedding provider '{name}'. Available: {', '.join(sorted(PROVIDERS))}",
+            hint="Set embedding.provider to one of the names listed.",
+        )
+    given: dict[str, Any] = {
+        "model": model or None,
+        "batch_size": batch_size if batch_size and batch_size > 0 else None,
+        "base_url": base_url or None,
+        "api_key": api_key or None,
+    }
+    kwargs = {key: value for key, value in given.items() if value is not None and key in spec.options}
+    factory = _load_target(spec)
+    try:
+        provider: EmbeddingProvider = factory(**kwargs)
+    except ImportError as exc:  # an SDK imported lazily by the constructor
+        if isinstance(exc, MissingDependencyError):
+            raise
+        raise MissingDependencyError(
+            f"Embedding provider '{spec.name}' needs a package that is not installed"
+            f"{f' ({exc.name})' if exc.name else ''}.",
+            hint=spec.install_hint,
+        ) from exc
+    return provider

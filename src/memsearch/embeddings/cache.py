@@ -1,0 +1,266 @@
+"""The embedding cache: identical text is never embedded twice by the same model.
+
+This module owns :class:`EmbeddingCache` (a SQLite file of float32 vectors keyed by model and the
+sha256 of the exact text the model received) and :class:`CachedEmbedder` (a provider wrapper that
+meets the same protocol: it looks vectors up, embeds only the misses, stores them).
+
+Why: re-indexing after a chunker change, a moved file or a model switch back and forth would
+otherwise pay for every chunk again, and remote providers bill per token. Why SQLite in WAL mode
+with a busy timeout: the watcher, hooks and CLI commands of several agents may embed at once, in
+different processes, and readers must never block on a writer. The cache is an optimisation only:
+if its file is locked for too long or damaged, embedding carries on without it (logged once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memsearch.embeddings.base import batched
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    text_sha256 TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (model, text_sha256)
+) WITHOUT ROWID
+"""
+#: SQLite's default limit on host parameters is 999 on old builds; stay well below it.
+_LOOKUP_CHUNK = 500
+_BUSY_TIMEOUT_MS = 10_000
+
+
+def text_key(text: str) -> str:
+    """The cache key of a text: sha256 of its UTF-8 bytes, hex."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _to_blob(vector: Sequence[float]) -> bytes:
+    packed = array("f", vector)
+    if sys.byteorder == "big":  # the file is little-endian everywhere
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _from_blob(blob: bytes) -> list[float]:
+    packed = array("f")
+    packed.frombytes(blob)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tolist()
+
+
+class EmbeddingCache:
+    """A SQLite store of vectors by (model, text sha256); safe to share between processes.
+
+    The connection opens on first use (creating the parent directory). Methods are thread-safe.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._disabled = False
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._conn is None and not self._disabled:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                with conn:
+                    conn.execute(_SCHEMA)
+            except sqlite3.Error:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _failed(self, action: str, exc: sqlite3.Error) -> None:
+        """Log a cache failure; a damaged file turns the cache off for this process."""
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            log.warning("embedding cache %s: %s busy (%s); continuing without it", self.path, action, exc)
+            return
+        log.warning("embedding cache %s unusable (%s: %s); continuing without it", self.path, action, exc)
+        self._disabled = True
+        self.close()
+
+    def get_many(self, model: str, keys: Iterable[str]) -> dict[str, list[float]]:
+        """The cached vectors among ``keys`` (a missing key is simply absent from the result)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            try:
+                conn = self._connect()
+                if conn is None:
+                    return found
+                for chunk in batched(wanted, _LOOKUP_CHUNK):
+                    marks = ",".join("?" * len(chunk))
+                    rows = conn.execute(
+                        "SELECT text_sha256, dim, vector FROM embeddings "
+                        f"WHERE model = ? AND text_sha256 IN ({marks})",
+                        (model, *chunk),
+                    )
+                    for key, dim, blob in rows:
+                        vector = _from_blob(blob)
+                        if len(vector) == dim:  # a torn or foreign row is a miss, not an error
+                            found[key] = vector
+            except sqlite3.Error as exc:
+                self._failed("lookup", exc)
+        return found
+
+    def put_many(self, model: str, items: Iterable[tuple[str, Sequence[float]]]) -> None:
+        """Store vectors by key (one transaction; an existing row is replaced)."""
+        now = time.time()
+        rows = [(model, key, len(vector), _to_blob(vector), now) for key, vector in items]
+        if not rows:
+            return
+        with self._lock:
+            try:
+                conn = self._connect()
+                if conn is None:
+                    return
+                with conn:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO embeddings (model, text_sha256, dim, vector, created_at) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        rows,
+                    )
+            except sqlite3.Error as exc:
+                self._failed("store", exc)
+
+    def count(self, model: str | None = None) -> int:
+        """How many vectors are cached (for ``model`` only, if given)."""
+        with self._lock:
+            try:
+                conn = self._connect()
+                if conn is None:
+                    return 0
+                if model is None:
+                    row = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+                else:
+                    row = conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()
+                return int(row[0])
+            except sqlite3.Error as exc:
+                self._failed("count", exc)
+                return 0
+
+    def clear(self, model: str | None = None) -> None:
+        """Forget every vector (of ``model`` only, if given)."""
+        with self._lock:
+            try:
+                conn = self._connect()
+                if conn is None:
+                    return
+                with conn:
+                    if model is None:
+                        conn.execute("DELETE FROM embeddings")
+                    else:
+                        conn.execute("DELETE FROM embeddings WHERE model = ?", (model,))
+            except sqlite3.Error as exc:
+                self._failed("clear", exc)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.close()
+
+
+class CachedEmbedder:
+    """An :class:`~memsearch.embeddings.EmbeddingProvider` that consults an :class:`EmbeddingCache`.
+
+    Documents (``embed``) are cached under the provider's ``cache_namespace`` (provider and model;
+    falls back to ``model_name``) and the sha256 of the text *as sent to the model*, prefixes
+    included. Texts repeated within one call are embedded once. Misses are embedded in
+    ``batch_size`` slices and stored after each slice, so an interrupted run keeps what it paid for.
+    Queries (``embed_query``) are passed through: they are rarely repeated and cheap.
+    ``hits`` and ``misses`` count texts since construction.
+    """
+
+    def __init__(self, provider: Any, cache: EmbeddingCache) -> None:
+        self.provider = provider
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def model_name(self) -> str:
+        name: str = self.provider.model_name
+        return name
+
+    @property
+    def dimension(self) -> int:
+        dimension: int = self.provider.dimension
+        return dimension
+
+    @property
+    def batch_size(self) -> int:
+        size: int = self.provider.batch_size
+        return size
+
+    @property
+    def namespace(self) -> str:
+        namespace: str = getattr(self.provider, "cache_namespace", None) or self.provider.model_name
+        return namespace
+
+    def _sent_text(self, text: str) -> str:
+        document_text = getattr(self.provider, "document_text", None)
+        return document_text(text) if callable(document_text) else text
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        texts = list(texts)
+        if not texts:
+            return []
+        keys = [text_key(self._sent_text(text)) for text in texts]
+        namespace = self.namespace
+        known = self.cache.get_many(namespace, keys)
+        first_of: dict[str, int] = {}
+        for index, key in enumerate(keys):
+            if key not in known:
+                first_of.setdefault(key, index)
+        missing = list(first_of.items())
+        for chunk in batched(missing, self.batch_size):
+            vectors = await self.provider.embed([texts[index] for _, index in chunk])
+            # Rounded through float32 like stored vectors, so a hit equals the first result exactly.
+            fresh = {
+                key: _from_blob(_to_blob(vector)) for (key, _), vector in zip(chunk, vectors, strict=True)
+            }
+            self.cache.put_many(namespace, fresh.items())
+            known.update(fresh)
+        self.misses += len(missing)
+        self.hits += len(texts) - len(missing)
+        result = [known[key] for key in keys]
+        if len({len(vector) for vector in result}) > 1:
+            # Vectors of two dimensions under one model name (a server swapped the model): trust
+            # only fresh vectors, and overwrite what the cache held.
+            vectors = await self.provider.embed(texts)
+            self.cache.put_many(namespace, zip(keys, vectors, strict=True))
+            return vectors
+        return result
+
+    async def embed_query(self, texts: list[str]) -> list[list[float]]:
+        embed_query = getattr(self.provider, "embed_query", None) or self.provider.embed
+        vectors: list[list[float]] = await embed_query(list(texts))
+        return vectors

