@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("memsearch.indexer")
 
 MANIFEST_VERSION = 1
-#: How many chunks are embedded and upserted together when the provider does not say.
-DEFAULT_EMBED_BATCH = 32
+#: Chunks embedded and upserted per step. The provider splits a step into its own (often tiny)
+#: batches; a larger step keeps Milvus upserts few and cheap.
+UPSERT_BATCH = 64
 
 Progress = Callable[[int, int], None]
 
@@ -362,7 +363,7 @@ class Indexer:
         if not todo:
             return 0
         embedder = self._embedder()
-        batch = max(1, int(getattr(embedder, "batch_size", 0) or DEFAULT_EMBED_BATCH))
+        batch = max(UPSERT_BATCH, int(getattr(embedder, "batch_size", 0) or 0))
         done = 0
         if progress:
             progress(0, len(todo))
