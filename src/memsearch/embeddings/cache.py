@@ -20,9 +20,9 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memsearch.embeddings.base import batched
 
@@ -41,6 +41,14 @@ CREATE TABLE IF NOT EXISTS embeddings (
 #: SQLite's default limit on host parameters is 999 on old builds; stay well below it.
 _LOOKUP_CHUNK = 500
 _BUSY_TIMEOUT_MS = 10_000
+#: Extra attempts after a "database is locked" error the busy handler did not absorb.
+_BUSY_RETRIES = 5
+_T = TypeVar("_T")
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 def text_key(text: str) -> str:
@@ -93,36 +101,51 @@ class EmbeddingCache:
 
     def _failed(self, action: str, exc: sqlite3.Error) -> None:
         """Log a cache failure; a damaged file turns the cache off for this process."""
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        if _is_busy(exc):
             log.warning("embedding cache %s: %s busy (%s); continuing without it", self.path, action, exc)
             return
         log.warning("embedding cache %s unusable (%s: %s); continuing without it", self.path, action, exc)
         self._disabled = True
         self.close()
 
+    def _run(self, action: str, work: Callable[[sqlite3.Connection], _T], default: _T) -> _T:
+        """Run ``work`` on the connection under the lock; on error log and return ``default``.
+
+        SQLite's busy handler does not cover every contention case (switching to WAL, WAL
+        recovery), so a "locked"/"busy" error is retried a few times before giving up.
+        """
+        with self._lock:
+            for attempt in range(_BUSY_RETRIES + 1):
+                try:
+                    conn = self._connect()
+                    return default if conn is None else work(conn)
+                except sqlite3.Error as exc:
+                    if _is_busy(exc) and attempt < _BUSY_RETRIES:
+                        time.sleep(0.05 * (attempt + 1))
+                        continue
+                    self._failed(action, exc)
+        return default
+
     def get_many(self, model: str, keys: Iterable[str]) -> dict[str, list[float]]:
         """The cached vectors among ``keys`` (a missing key is simply absent from the result)."""
         wanted = list(dict.fromkeys(keys))
-        found: dict[str, list[float]] = {}
-        with self._lock:
-            try:
-                conn = self._connect()
-                if conn is None:
-                    return found
-                for chunk in batched(wanted, _LOOKUP_CHUNK):
-                    marks = ",".join("?" * len(chunk))
-                    rows = conn.execute(
-                        "SELECT text_sha256, dim, vector FROM embeddings "
-                        f"WHERE model = ? AND text_sha256 IN ({marks})",
-                        (model, *chunk),
-                    )
-                    for key, dim, blob in rows:
-                        vector = _from_blob(blob)
-                        if len(vector) == dim:  # a torn or foreign row is a miss, not an error
-                            found[key] = vector
-            except sqlite3.Error as exc:
-                self._failed("lookup", exc)
-        return found
+
+        def lookup(conn: sqlite3.Connection) -> dict[str, list[float]]:
+            found: dict[str, list[float]] = {}
+            for chunk in batched(wanted, _LOOKUP_CHUNK):
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    "SELECT text_sha256, dim, vector FROM embeddings "
+                    f"WHERE model = ? AND text_sha256 IN ({marks})",
+                    (model, *chunk),
+                )
+                for key, dim, blob in rows:
+                    vector = _from_blob(blob)
+                    if len(vector) == dim:  # a torn or foreign row is a miss, not an error
+                        found[key] = vector
+            return found
+
+        return self._run("lookup", lookup, {})
 
     def put_many(self, model: str, items: Iterable[tuple[str, Sequence[float]]]) -> None:
         """Store vectors by key (one transaction; an existing row is replaced)."""
@@ -130,50 +153,39 @@ class EmbeddingCache:
         rows = [(model, key, len(vector), _to_blob(vector), now) for key, vector in items]
         if not rows:
             return
-        with self._lock:
-            try:
-                conn = self._connect()
-                if conn is None:
-                    return
-                with conn:
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO embeddings (model, text_sha256, dim, vector, created_at) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        rows,
-                    )
-            except sqlite3.Error as exc:
-                self._failed("store", exc)
+
+        def store(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO embeddings (model, text_sha256, dim, vector, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+
+        self._run("store", store, None)
 
     def count(self, model: str | None = None) -> int:
         """How many vectors are cached (for ``model`` only, if given)."""
-        with self._lock:
-            try:
-                conn = self._connect()
-                if conn is None:
-                    return 0
-                if model is None:
-                    row = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()
-                else:
-                    row = conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()
-                return int(row[0])
-            except sqlite3.Error as exc:
-                self._failed("count", exc)
-                return 0
+
+        def count_rows(conn: sqlite3.Connection) -> int:
+            if model is None:
+                return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+            sql = "SELECT COUNT(*) FROM embeddings WHERE model = ?"
+            return int(conn.execute(sql, (model,)).fetchone()[0])
+
+        return self._run("count", count_rows, 0)
 
     def clear(self, model: str | None = None) -> None:
         """Forget every vector (of ``model`` only, if given)."""
-        with self._lock:
-            try:
-                conn = self._connect()
-                if conn is None:
-                    return
-                with conn:
-                    if model is None:
-                        conn.execute("DELETE FROM embeddings")
-                    else:
-                        conn.execute("DELETE FROM embeddings WHERE model = ?", (model,))
-            except sqlite3.Error as exc:
-                self._failed("clear", exc)
+
+        def delete(conn: sqlite3.Connection) -> None:
+            with conn:
+                if model is None:
+                    conn.execute("DELETE FROM embeddings")
+                else:
+                    conn.execute("DELETE FROM embeddings WHERE model = ?", (model,))
+
+        self._run("clear", delete, None)
 
     def close(self) -> None:
         if self._conn is not None:
