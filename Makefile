@@ -39,6 +39,21 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
 
+## Speed and memory benchmark (see evaluation/bench.py): prints a table of medians.
+bench: $(VENV)/.installed
+	$(BIN)/python evaluation/bench.py
+
+## Retrieval quality (evaluation/README.md): builds the sets from installed packages, prints the tables.
+EVAL_DEBS := debian-faq git-doc manpages-zh
+eval: $(VENV)/.installed
+	@missing=""; for p in $(EVAL_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing \
+	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
+	fi
+	$(BIN)/pip install -q --no-deps cri-benchmark
+	$(BIN)/python -m evaluation $(EVAL_ARGS)
+
 ## Build the documentation site into site/ (fails on broken links).
 docs: $(VENV)/.installed-dev
 	$(BIN)/pip install -q -e '.[docs]'

@@ -23,12 +23,13 @@ def _version() -> str:
         return "0.0.0+unknown"
 
 
-__version__ = _version()
-
-
 def __getattr__(name: str) -> Any:
+    # Both are computed on first use: reading package metadata alone costs ~40 ms, which every
+    # routed CLI call would pay.
     if name == "MemSearch":
         from memsearch.core import MemSearch
 
         return MemSearch
+    if name == "__version__":
+        return _version()
     raise AttributeError(f"module 'memsearch' has no attribute {name!r}")

@@ -13,19 +13,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.indexer import Indexer, IndexReport, IndexSettings, Progress, manifest_path
-
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.embeddings import EmbeddingProvider
     from memsearch.expand import Expansion
+    from memsearch.indexer import Indexer, IndexReport, Progress
     from memsearch.store import MilvusStore
+    from memsearch.watcher import FileWatcher, OnError, OnEvent
 
 logger = logging.getLogger("memsearch")
 
 DEFAULT_PROVIDER = "onnx"
 DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
 DEFAULT_COLLECTION = "memsearch_chunks"
+#: Hybrid candidates per final result handed to the reranker (reference-core §9).
+RERANK_FACTOR = 3
 
 
 class MemSearch:
@@ -56,6 +58,7 @@ class MemSearch:
         reranker_model: str = "",
         lock_timeout: float = 10.0,
         embedding_cache: bool = True,
+        bm25_analyzer: str = "auto",
     ) -> None:
         from memsearch.embeddings import DEFAULT_MODELS, PROVIDERS
 
@@ -80,6 +83,7 @@ class MemSearch:
         self._ignore_files = tuple(ignore_files or ())
         self._exclude = tuple(exclude or ())
         self._reranker_model = reranker_model
+        self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
         self._use_cache = embedding_cache
         self._max_chunk_size = max_chunk_size
@@ -96,25 +100,8 @@ class MemSearch:
         paths: Sequence[str | Path] | None = None,
         **extra: Any,
     ) -> MemSearch:
-        """The one place where configuration becomes constructor arguments (DESIGN §7.2)."""
-        kwargs: dict[str, Any] = {
-            "embedding_provider": cfg.embedding.provider,
-            "embedding_model": cfg.embedding.model or None,
-            "embedding_batch_size": cfg.embedding.batch_size,
-            "embedding_base_url": cfg.embedding.base_url or None,
-            "embedding_api_key": cfg.embedding.api_key or None,
-            "milvus_uri": cfg.milvus.uri,
-            "milvus_token": cfg.milvus.token or None,
-            "collection": cfg.milvus.collection,
-            "max_chunk_size": cfg.chunking.max_chunk_size,
-            "overlap_lines": cfg.chunking.overlap_lines,
-            "ignore_files": list(cfg.indexing.ignore_files),
-            "exclude": list(cfg.indexing.exclude),
-            "reranker_model": cfg.reranker.model,
-            "lock_timeout": getattr(cfg.milvus, "lock_timeout", 10.0),
-        }
-        kwargs.update(extra)
-        return cls(paths, **kwargs)
+        """Build from a resolved configuration (see :func:`config_kwargs`)."""
+        return cls(paths, **{**config_kwargs(cfg), **extra})
 
     # -- lazily created parts -------------------------------------------------------------
 
@@ -157,6 +144,7 @@ class MemSearch:
             dimension=dimension,
             description=self._description,
             lock_timeout=self._lock_timeout,
+            analyzer=self._bm25_analyzer,
         )
 
     def _read_store(self) -> MilvusStore:
@@ -176,11 +164,14 @@ class MemSearch:
 
     def _manifest_file(self) -> Path:
         from memsearch.config import memsearch_home
+        from memsearch.indexer import manifest_path
         from memsearch.store import resolve_uri
 
         return manifest_path(memsearch_home(), resolve_uri(self._uri).uri, self._collection)
 
     def _indexer(self, paths: Sequence[str]) -> Indexer:
+        from memsearch.indexer import Indexer, IndexSettings
+
         settings = IndexSettings(
             tuple(paths),
             model=self._model,
@@ -213,6 +204,66 @@ class MemSearch:
         """Index one file (no ignore rules apply); returns chunks embedded."""
         return await self._indexer(self._paths).index_file(path)
 
+    def watch(
+        self,
+        *,
+        on_event: OnEvent | None = None,
+        on_error: OnError | None = None,
+        debounce_ms: int | None = None,
+    ) -> FileWatcher:
+        """Keep the index in step with the configured paths as files change; returns the started
+        watcher (``stop()`` it, or use it as a context manager: entering does not start it twice).
+
+        Created, modified, deleted and moved markdown files are indexed or removed after
+        ``debounce_ms`` (default 1500) of quiet, with the same ignore rules as ``index``. Events run
+        one at a time on the watcher's own thread and event loop. ``on_event(event_type, summary,
+        path)`` gets a line per change; ``on_error(event_type, exc, path)`` gets per-file failures,
+        and the watcher keeps running. Avoid using this instance from another thread while an
+        event is being processed (``watcher.wait_idle()`` waits for that).
+        """
+        from memsearch.watcher import watch_index
+
+        return watch_index(
+            self._indexer(self._paths), on_event=on_event, on_error=on_error, debounce_ms=debounce_ms
+        )
+
+    async def compact(
+        self,
+        *,
+        source: str | None = None,
+        llm_provider: str | None = None,
+        llm_model: str | None = None,
+        prompt_template: str | None = None,
+        output_dir: str | Path | None = None,
+        llm_base_url: str | None = None,
+        llm_api_key: str | None = None,
+        token_budget: int | None = None,
+    ) -> str:
+        """Summarise indexed chunks (all, or one ``source`` file or folder) with an LLM.
+
+        The summary is appended as a ``## Memory Compact`` section to ``memory/YYYY-MM-DD.md`` under
+        ``output_dir``, else under the first of this instance's paths, else under the current
+        directory, and indexed at once. Returns the summary; "" means nothing was written (no chunk
+        matched, or the LLM answered with nothing). ``llm_provider`` defaults to ``openai``;
+        ``prompt_template`` must contain ``{chunks}``; ``token_budget`` caps the chunk text sent
+        (the newest chunks are kept). See ``memsearch.compact``.
+        """
+        from memsearch.compact import DEFAULT_TOKEN_BUDGET, compact_memory, output_base
+        from memsearch.llm import LLMSettings
+
+        llm = LLMSettings(
+            llm_provider or "openai", llm_model or None, llm_base_url or None, llm_api_key or None
+        )
+        result = await compact_memory(
+            self,
+            source=source,
+            llm=llm,
+            prompt_template=prompt_template,
+            base_dir=output_base(output_dir, self._paths),
+            token_budget=DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget,
+        )
+        return result.summary
+
     def forget_manifest(self) -> None:
         """Drop the no-change manifest of this store (after ``reset``)."""
         self._manifest_file().unlink(missing_ok=True)
@@ -222,7 +273,11 @@ class MemSearch:
     async def search(
         self, query: str, *, top_k: int = 10, source_prefix: str | None = None
     ) -> list[dict[str, Any]]:
-        """Hybrid search (dense + BM25, fused by RRF); results sorted by descending score."""
+        """Hybrid search (dense + BM25, fused by RRF); results sorted by descending score.
+
+        With a reranker model configured, ``3 x top_k`` hybrid candidates are rescored by the
+        cross-encoder and the best ``top_k`` kept (scores become its probabilities).
+        """
         from memsearch.store import source_prefix_filter
 
         if top_k < 1:
@@ -236,13 +291,13 @@ class MemSearch:
         embedder = self.embedder
         embed_query = getattr(embedder, "embed_query", embedder.embed)
         vector = (await embed_query([query]))[0]
-        if self._reranker_model:
-            logger.warning(
-                "reranker model %r is configured but reranking is not available in this "
-                "version; returning the hybrid ranking",
-                self._reranker_model,
-            )
-        return self.store.search(vector, query_text=query, top_k=top_k, filter_expr=filter_expr)
+        fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
+        results = self.store.search(vector, query_text=query, top_k=fetch_k, filter_expr=filter_expr)
+        if self._reranker_model and results:
+            from memsearch.reranker import rerank_async
+
+            results = await rerank_async(query, results, model_name=self._reranker_model, top_k=top_k)
+        return results[:top_k]
 
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
@@ -286,3 +341,26 @@ class MemSearch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
+    """The one place where configuration becomes ``MemSearch`` arguments (DESIGN §7.2).
+
+    Plain JSON-able values, so the CLI can also send them to the memory service.
+    """
+    return {
+        "embedding_provider": cfg.embedding.provider,
+        "embedding_model": cfg.embedding.model or None,
+        "embedding_batch_size": cfg.embedding.batch_size,
+        "embedding_base_url": cfg.embedding.base_url or None,
+        "embedding_api_key": cfg.embedding.api_key or None,
+        "milvus_uri": cfg.milvus.uri,
+        "milvus_token": cfg.milvus.token or None,
+        "collection": cfg.milvus.collection,
+        "max_chunk_size": cfg.chunking.max_chunk_size,
+        "overlap_lines": cfg.chunking.overlap_lines,
+        "ignore_files": list(cfg.indexing.ignore_files),
+        "exclude": list(cfg.indexing.exclude),
+        "reranker_model": cfg.reranker.model,
+        "lock_timeout": cfg.milvus.lock_timeout,
+    }

@@ -353,6 +353,33 @@ class Indexer:
             manifest.files.pop(s, None)
         manifest.save()
 
+    def remove(self, path: str | Path, *, directory: bool = False) -> dict[str, int]:
+        """Delete the chunks of one file (with ``directory``, of every file below that folder) and
+        drop it from the manifest; returns chunks removed per source (sources that had none are
+        absent).
+
+        For the watcher: a file deleted, renamed away or now ignored. No ignore rules apply here,
+        so the chunks of an ignored file can still be removed. Dropping the manifest entry matters:
+        a file restored later with the same size and mtime must be indexed again.
+        """
+        source = str(Path(path).expanduser().resolve())
+        store = self._store()
+        if directory:
+            from memsearch.store import source_prefix_filter
+
+            found: dict[str, set[str]] = {}
+            for row in store.query(filter_expr=source_prefix_filter(source)):
+                found.setdefault(str(row["source"]), set()).add(str(row["chunk_hash"]))
+            manifest = Manifest.load(self._manifest_file, self.settings.fingerprint())
+            known = [p for p in manifest.files if _under(p, [Path(source)])]
+        else:
+            found = {s: h for s, h in store.hashes_by_sources([source]).items() if h}
+            known = [source]
+        for hashes in found.values():
+            store.delete_by_hashes(sorted(hashes))
+        self.forget({*known, *found})
+        return {s: len(h) for s, h in sorted(found.items())}
+
     # -- internals -----------------------------------------------------------------------
 
     async def _embed_and_store(

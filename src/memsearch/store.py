@@ -54,6 +54,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_URI = "~/.memsearch/milvus.db"
 DEFAULT_COLLECTION = "memsearch_chunks"
 
+#: What ``MilvusStore.search`` can ask: both legs fused by RRF, or one leg alone.
+SEARCH_MODES = ("hybrid", "dense", "sparse")
+
 #: RRF constant, and the best fused score two retrievers can give (rank 1 in both lists); scores
 #: are divided by it so that 1.0 means "top of both lists".
 RRF_K = 60
@@ -480,16 +483,43 @@ def _generic_open_error(path: Path, cause: BaseException) -> errors.StoreConnect
 # --- the analyzer ---------------------------------------------------------------------------
 
 
-def default_analyzer_params() -> dict[str, Any] | None:
-    """Analyzer for ``content`` in a new collection: jieba (segments Chinese) when installed.
+#: Analyzer params per explicit analyzer name. ``lowercase`` keeps English matching
+#: case-insensitive on Milvus server, whose jieba tokenizer does not lowercase (milvus-lite's does,
+#: and ignores the filter). ``None`` = the standard analyzer, as in the original.
+ANALYZERS: dict[str, dict[str, Any] | None] = {
+    "standard": None,
+    "jieba": {"tokenizer": "jieba", "filter": ["lowercase"]},
+}
+#: Every value the ``analyzer`` argument accepts ("auto" = jieba when installed, else standard).
+ANALYZER_CHOICES = ("auto", *ANALYZERS)
 
-    ``lowercase`` keeps English matching case-insensitive on Milvus server, whose jieba tokenizer
-    does not lowercase (milvus-lite's does, and ignores the filter). ``None`` = the standard
-    analyzer, as in the original.
-    """
+
+def default_analyzer_params() -> dict[str, Any] | None:
+    """Analyzer for ``content`` in a new collection: jieba (segments Chinese) when installed."""
     if importlib.util.find_spec("jieba") is None:
-        return None
-    return {"tokenizer": "jieba", "filter": ["lowercase"]}
+        return ANALYZERS["standard"]
+    return ANALYZERS["jieba"]
+
+
+def analyzer_params_for(name: str, *, local: bool) -> dict[str, Any] | None:
+    """The analyzer params for ``name`` (``"auto"``, ``"standard"`` or ``"jieba"``).
+
+    Choosing explicitly lets an evaluation compare analyzers on the same machine. Milvus Lite runs
+    jieba in this process, so ``"jieba"`` on Lite needs the ``jieba`` package; a server brings its own.
+    """
+    if name == "auto":
+        return default_analyzer_params()
+    if name not in ANALYZERS:
+        raise errors.ConfigValueError(
+            f"Unknown BM25 analyzer '{name}'. Valid: {', '.join(ANALYZER_CHOICES)}",
+            hint="use 'auto' (jieba when installed), 'standard' or 'jieba'",
+        )
+    if name == "jieba" and local and importlib.util.find_spec("jieba") is None:
+        raise errors.ConfigValueError(
+            "The jieba BM25 analyzer needs the 'jieba' package with Milvus Lite, and it is not installed",
+            hint="pip install jieba, or choose the 'standard' analyzer",
+        )
+    return ANALYZERS[name]
 
 
 def _analyzer_name(params: dict[str, Any]) -> str:
@@ -560,7 +590,9 @@ class MilvusStore:
 
     ``dimension=None`` opens read-only: a missing collection is never created, and reads on it
     raise :class:`~memsearch.errors.CollectionNotFoundError`. ``lock_timeout`` is how long to wait
-    for a Lite database another process holds. Use as a context manager, or call :meth:`close`.
+    for a Lite database another process holds. ``analyzer`` (``"auto"``, ``"standard"``,
+    ``"jieba"``) is the BM25 analyzer of a collection this store creates. Use as a context manager,
+    or call :meth:`close`.
     """
 
     def __init__(
@@ -572,8 +604,11 @@ class MilvusStore:
         dimension: int | None = 1536,
         description: str = "",
         lock_timeout: float = 10.0,
+        analyzer: str = "auto",
     ) -> None:
         self._location = resolve_uri(uri)
+        # Only used when this store creates the collection; an existing one keeps its analyzer.
+        self._analyzer_params = analyzer_params_for(analyzer, local=self._location.is_local)
         self._token = token
         self._collection = collection
         self._dimension = dimension
@@ -746,7 +781,7 @@ class MilvusStore:
         from pymilvus import DataType, Function, FunctionType, MilvusClient
 
         assert self._dimension is not None
-        analyzer_params = default_analyzer_params()
+        analyzer_params = self._analyzer_params
         schema = MilvusClient.create_schema(enable_dynamic_field=True, description=self._description)
         schema.add_field(
             "chunk_hash", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["chunk_hash"], is_primary=True
@@ -901,32 +936,50 @@ class MilvusStore:
         query_text: str = "",
         top_k: int = 10,
         filter_expr: str = "",
+        mode: str = "hybrid",
     ) -> list[dict[str, Any]]:
-        """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists."""
+        """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists.
+
+        ``mode`` ``"dense"`` or ``"sparse"`` asks one leg alone (the evaluation's baselines); its
+        ``score`` is that leg's own measure: cosine similarity, or the BM25 score.
+        """
         from pymilvus import AnnSearchRequest, RRFRanker
 
+        if mode not in SEARCH_MODES:
+            raise errors.ConfigValueError(
+                f"Unknown search mode '{mode}'. Valid: {', '.join(SEARCH_MODES)}",
+                hint="use 'hybrid' (the default), 'dense' or 'sparse'",
+            )
         self._require_collection()
         if top_k <= 0:
             return []
         self._ready_analyzer()
         expr = filter_expr or None
-        requests = [
-            AnnSearchRequest(
-                data=[list(query_embedding)],
-                anns_field="embedding",
-                param={"metric_type": "COSINE", "params": {}},
-                limit=top_k,
-                expr=expr,
-            ),
-            AnnSearchRequest(
-                data=[query_text or ""],
-                anns_field="sparse_vector",
-                param={"metric_type": "BM25"},
-                limit=top_k,
-                expr=expr,
-            ),
-        ]
+        legs = {
+            "dense": ([list(query_embedding)], "embedding", {"metric_type": "COSINE", "params": {}}),
+            "sparse": ([query_text or ""], "sparse_vector", {"metric_type": "BM25"}),
+        }
         try:
+            if mode in legs:
+                data, field, param = legs[mode]
+                results = self._call(
+                    "search",
+                    self._collection,
+                    data=data,
+                    anns_field=field,
+                    search_params=param,
+                    limit=top_k,
+                    filter=expr or "",
+                    output_fields=_QUERY_FIELDS,
+                )
+                hits = results[0] if results else []
+                # Milvus Lite reports BM25 negated (smaller = better), a server positive: abs() is
+                # the score on both. Cosine similarity is already "higher is better".
+                return [self._hit_to_result(hit, abs if mode == "sparse" else float) for hit in hits]
+            requests = [
+                AnnSearchRequest(data=data, anns_field=field, param=param, limit=top_k, expr=expr)
+                for data, field, param in legs.values()
+            ]
             results = self._call(
                 "hybrid_search",
                 self._collection,
@@ -947,12 +1000,14 @@ class MilvusStore:
         return [self._hit_to_result(hit) for hit in hits]
 
     @staticmethod
-    def _hit_to_result(hit: Any) -> dict[str, Any]:
+    def _hit_to_result(hit: Any, score: Callable[[float], float] | None = None) -> dict[str, Any]:
+        """A result dict; ``score`` maps the driver's distance (default: RRF normalised to 1.0)."""
         entity = hit.get("entity") or {}
         result = {field: entity.get(field) for field in _QUERY_FIELDS}
         if result["chunk_hash"] is None:
             result["chunk_hash"] = hit.get("chunk_hash", hit.get("id"))
-        result["score"] = float(hit.get("distance", 0.0)) / _RRF_MAX
+        distance = float(hit.get("distance", 0.0))
+        result["score"] = float(score(distance)) if score is not None else distance / _RRF_MAX
         return result
 
     def _is_empty(self) -> bool:

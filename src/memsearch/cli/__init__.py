@@ -29,6 +29,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("memsearch.cli.stats_cmd:stats", "Show statistics about the index."),
     "reset": ("memsearch.cli.stats_cmd:reset", "Drop all indexed data."),
     "config": ("memsearch.cli.config_cmd:config", "Manage memsearch configuration."),
+    "transcript": ("memsearch.cli.transcript_cmd:transcript", "Show the turns of an agent session."),
+    "watch": ("memsearch.cli.watch_cmd:watch", "Index PATHS, then keep the index up to date."),
+    "compact": ("memsearch.cli.compact_cmd:compact", "Summarise indexed chunks with an LLM."),
+    "serve": ("memsearch.cli.serve_cmd:serve", "Run the local memory service for a store (foreground)."),
+    "summarize": (
+        "memsearch.cli.compact_cmd:summarize",
+        "Summarise a transcript from stdin into bullet notes.",
+    ),
 }
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, indexing_options, open_memsearch
+from memsearch.cli.options import common_options, indexing_options, open_memsearch, resolved
 from memsearch.errors import IndexingFailedError
 
 
@@ -38,7 +37,7 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     cfg, ms = open_memsearch(flags, list(paths), description=description or "")
     record_started(state, "index", paths, cfg)
     try:
-        report = asyncio.run(ms.index_with_report(force=force, progress=_progress_bar()))
+        report = resolved(ms.index_with_report(force=force, progress=_progress_bar()))
     except Exception as exc:
         from memsearch.index_state import record_error
 

@@ -7,7 +7,7 @@ only declares the Click options and hands their values to the config layer (DESI
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -87,11 +87,31 @@ def resolve(flags: dict[str, Any]) -> MemSearchConfig:
 def open_memsearch(
     flags: dict[str, Any], paths: Sequence[str] | None = None, **extra: Any
 ) -> tuple[MemSearchConfig, MemSearch]:
-    """Resolve config from flags and build a ``MemSearch`` from it."""
-    from memsearch.core import MemSearch
+    """Resolve config from flags; return the memory service's proxy when one is running for the
+    store, else a ``MemSearch`` that opens the store directly. Both answer the same methods with
+    the same results, so commands do not care which they got (DESIGN §6).
+    """
+    from memsearch.core import config_kwargs
+    from memsearch.service import RemoteMemSearch, connect
 
     cfg = resolve(flags)
-    return cfg, MemSearch.from_config(cfg, paths, **extra)
+    settings = {**config_kwargs(cfg), **extra}
+    client = connect(cfg.milvus.uri)
+    if client is not None:
+        return cfg, cast("MemSearch", RemoteMemSearch(client, settings, paths or ()))
+    from memsearch.core import MemSearch
+
+    return cfg, MemSearch(paths, **settings)
+
+
+def resolved(result: Any) -> Any:
+    """The value of an engine call: awaited when it is a coroutine (direct ``MemSearch``), as is
+    when the memory service's proxy already returned it (so routed commands skip asyncio)."""
+    if hasattr(result, "__await__"):
+        import asyncio
+
+        return asyncio.run(result)
+    return result
 
 
 def echo_json(data: Any) -> None:

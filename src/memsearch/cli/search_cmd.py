@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, echo_json, open_memsearch
+from memsearch.cli.options import common_options, echo_json, open_memsearch, resolved
 
 #: Plain output shows this many characters of a chunk, then points at ``expand``.
 PREVIEW_CHARS = 500
@@ -26,7 +25,7 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
     """Search indexed memory for QUERY."""
     _, ms = open_memsearch(flags)
     try:
-        results = asyncio.run(ms.search(query, top_k=top_k, source_prefix=source_prefix))
+        results = resolved(ms.search(query, top_k=top_k, source_prefix=source_prefix))
     finally:
         ms.close()
     if json_output:

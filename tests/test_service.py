@@ -1,0 +1,178 @@
+"""The local memory service with real processes: routing, equal results, parallel use, locks, crashes.
+
+Every process here is a real ``python -m memsearch`` with the packaged ONNX model and a Milvus Lite
+database in tmp_path; HOME is the test's isolated home, so run files live under it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memsearch.service import ServiceClient, service_paths
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
+QUERIES = ["database connection timeout", "订单导出失败", "blue green deployment rollback"]
+
+pytestmark = pytest.mark.model
+
+
+def memsearch(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memsearch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def search_json(uri: str, query: str, env: dict[str, str] | None = None) -> list[dict[str, object]]:
+    proc = memsearch("search", query, "-j", "-k", "4", "--milvus-uri", uri, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Path:
+    root = tmp_path / "memory"
+    shutil.copytree(EXAMPLES, root)
+    return root
+
+
+@pytest.fixture
+def uri(tmp_path: Path, memory: Path) -> str:
+    uri = str(tmp_path / "svc.db")
+    proc = memsearch("index", str(memory), "--milvus-uri", uri)
+    assert proc.returncode == 0, proc.stderr
+    return uri
+
+
+def start_service(uri: str) -> subprocess.Popen[str]:
+    log = Path(uri).with_suffix(".serve.log")
+    with log.open("w") as out:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memsearch", "serve", "--milvus-uri", uri],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    client = ServiceClient(service_paths(uri))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        try:
+            info = client.ping()
+            if info.get("pid") == proc.pid and info.get("ready"):
+                return proc
+        except Exception:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("service did not come up")
+
+
+@pytest.fixture
+def service(uri: str) -> Iterator[subprocess.Popen[str]]:
+    proc = start_service(uri)
+    yield proc
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    assert not service_paths(uri).socket.exists()
+
+
+def test_results_are_identical_with_and_without_the_service(uri: str) -> None:
+    direct = [search_json(uri, q) for q in QUERIES]
+    proc = start_service(uri)
+    try:
+        routed = [search_json(uri, q) for q in QUERIES]
+        hit = routed[0][0]
+        via_service = memsearch("expand", str(hit["chunk_hash"]), "-j", "--milvus-uri", uri)
+        stats = memsearch("stats", "--milvus-uri", uri)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    assert routed == direct
+    assert stats.stdout == "Total indexed chunks: 9\n"
+    direct_expand = memsearch("expand", str(hit["chunk_hash"]), "-j", "--milvus-uri", uri)
+    assert via_service.returncode == 0 and via_service.stdout == direct_expand.stdout
+
+
+def test_parallel_searches_index_and_appends_while_serving(uri: str, memory: Path, service) -> None:
+    expected = search_json(uri, QUERIES[0])
+    journal = memory / "2026-11-05.md"
+    journal.write_text("# 2026-11-05\n\n## Session 08:00\n", encoding="utf-8")
+
+    def append(n: int) -> None:
+        with journal.open("a", encoding="utf-8") as fh:
+            fh.write(f"\n### 08:{n:02d}\n- Turn {n}: the kafka consumer lag alarm fired again.\n")
+
+    writers = [threading.Thread(target=append, args=(n,)) for n in range(10)]
+    searches = [
+        subprocess.Popen(
+            [sys.executable, "-m", "memsearch", "search", QUERIES[0], "-j", "-k", "4", "--milvus-uri", uri],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    index = memsearch("index", str(memory), "--milvus-uri", uri)
+    outputs = [p.communicate(timeout=120) for p in searches]
+    assert index.returncode == 0, index.stderr
+    assert index.stdout == "Indexed 10 chunks.\n"
+    for p, (out, err) in zip(searches, outputs, strict=True):
+        assert p.returncode == 0, err
+        assert json.loads(out) == expected
+    hits = search_json(uri, "kafka consumer lag alarm")
+    assert Path(str(hits[0]["source"])).name == "2026-11-05.md"
+
+
+def test_direct_open_waits_then_names_the_service(uri: str, service) -> None:
+    config = Path.home() / ".memsearch" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[milvus]\nlock_timeout = 1.5\n", encoding="utf-8")
+    started = time.monotonic()
+    proc = memsearch("stats", "--milvus-uri", uri, env={"MEMSEARCH_NO_SERVICE": "1"})
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+    assert f"process {service.pid}" in lines[0] and "serve" in lines[0]
+    assert 1.5 <= elapsed < 20
+
+
+def test_a_second_service_for_the_same_store_refuses(uri: str, service) -> None:
+    proc = memsearch("serve", "--milvus-uri", uri, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: a memsearch service is already running for ")
+    assert f"(pid {service.pid})" in proc.stderr
+
+
+def test_a_crashed_service_is_detected_and_cleaned(uri: str) -> None:
+    proc = start_service(uri)
+    paths = service_paths(uri)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert paths.socket.exists()  # left behind by kill -9
+    stats = memsearch("stats", "--milvus-uri", uri)
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout == "Total indexed chunks: 9\n"
+    assert not paths.socket.exists() and not paths.info.exists()
