@@ -98,7 +98,9 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def gen(gen_py: Path, out: Path, chunks: int, files: int) -> Path:
+def gen(gen_py: Path, out: Path, chunks: int) -> Path:
+    """The generator's corpus of ``chunks`` turns, ~33 per daily file (60 files for 2,000)."""
+    files = max(2, chunks // 33)
     if not (out / "memory").is_dir():
         subprocess.run(
             [sys.executable, str(gen_py), str(out), "--chunks", str(chunks), "--files", str(files)],
@@ -151,7 +153,7 @@ def main() -> None:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="memsearch-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    small = gen(args.gen, work / "c2k", args.chunks, 60)
+    small = gen(args.gen, work / "c2k", args.chunks)
     qs = queries(args.gen, work / "c2k")
     rows: list[tuple[str, str, str]] = []
 
@@ -220,7 +222,7 @@ def main() -> None:
     # in-process search + peak RSS at 2,000 and 20,000 chunks (fast embedder, see module docstring)
     sizes = [(args.chunks, small)]
     if args.large:
-        sizes.append((args.large, gen(args.gen, work / "c-large", args.large, max(60, args.large // 33))))
+        sizes.append((args.large, gen(args.gen, work / "c-large", args.large)))
     for n, memory in sizes:
         results = []
         for i in range(max(1, args.full_repeat)):

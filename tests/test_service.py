@@ -176,3 +176,68 @@ def test_a_crashed_service_is_detected_and_cleaned(uri: str) -> None:
     assert stats.returncode == 0, stats.stderr
     assert stats.stdout == "Total indexed chunks: 9\n"
     assert not paths.socket.exists() and not paths.info.exists()
+
+
+def _start_watch(uri: str, folder: Path, log: Path) -> subprocess.Popen[str]:
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "memsearch",
+                "watch",
+                str(folder),
+                "--milvus-uri",
+                uri,
+                "--debounce-ms",
+                "200",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    deadline = time.monotonic() + 120
+    while "Watching 1 path(s)" not in log.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    return proc
+
+
+def _until_found(uri: str, query: str, name: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(Path(str(h["source"])).name == name for h in search_json(uri, query)):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{name} not found by {query!r}")
+
+
+def test_search_keeps_working_while_watch_runs(uri: str, memory: Path, tmp_path: Path) -> None:
+    """The original's most-reported failure: a running watch blocked every search."""
+    watch = _start_watch(uri, memory, tmp_path / "watch.log")
+    try:
+        assert service_paths(uri).socket.exists()  # the watch process serves the store
+        assert Path(str(search_json(uri, QUERIES[0])[0]["source"])).name == "2026-11-02.md"
+        (memory / "2026-11-06.md").write_text("# 2026-11-06\n\n### 09:00\n- The flux capacitor overheated.\n")
+        _until_found(uri, "flux capacitor overheated", "2026-11-06.md")
+    finally:
+        watch.send_signal(signal.SIGTERM)
+        assert watch.wait(timeout=60) == 0
+    log = (tmp_path / "watch.log").read_text()
+    assert f"Indexed 1 chunks from {memory / '2026-11-06.md'}" in log
+    assert log.rstrip().endswith("Stopping watcher.")
+    assert not service_paths(uri).socket.exists()
+
+
+def test_watch_joins_a_running_service(uri: str, memory: Path, tmp_path: Path, service) -> None:
+    watch = _start_watch(uri, memory, tmp_path / "watch.log")
+    try:
+        (memory / "notes.md").write_text("# Notes\n\nThe sourdough starter needs feeding at noon.\n")
+        _until_found(uri, "sourdough starter feeding", "notes.md")
+    finally:
+        watch.send_signal(signal.SIGTERM)
+        assert watch.wait(timeout=60) == 0
+    assert service.poll() is None  # the service outlives the watch that joined it
+    (memory / "later.md").write_text("# Later\n\nWritten after the watch ended.\n")
+    time.sleep(1.0)  # longer than the debounce: a leftover watcher would have indexed it
+    assert all(Path(str(h["source"])).name != "later.md" for h in search_json(uri, "written after the watch"))

@@ -9,7 +9,7 @@ the embedding model are created on first use, so an ``index`` of an unchanged fo
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -210,6 +210,7 @@ class MemSearch:
         on_event: OnEvent | None = None,
         on_error: OnError | None = None,
         debounce_ms: int | None = None,
+        runner: Callable[[Any], Any] | None = None,
     ) -> FileWatcher:
         """Keep the index in step with the configured paths as files change; returns the started
         watcher (``stop()`` it, or use it as a context manager: entering does not start it twice).
@@ -224,7 +225,11 @@ class MemSearch:
         from memsearch.watcher import watch_index
 
         return watch_index(
-            self._indexer(self._paths), on_event=on_event, on_error=on_error, debounce_ms=debounce_ms
+            self._indexer(self._paths),
+            on_event=on_event,
+            on_error=on_error,
+            debounce_ms=debounce_ms,
+            runner=runner,
         )
 
     async def compact(

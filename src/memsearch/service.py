@@ -193,7 +193,26 @@ class ServiceClient:
             )
         if reply.get("ok"):
             return reply.get("result")
-        raise _error_from(reply.get("error") or {})
+        raise error_from_payload(reply.get("error") or {})
+
+    def watch(
+        self, settings: dict[str, Any], args: dict[str, Any], on_message: Callable[[dict[str, Any]], None]
+    ) -> None:
+        """Ask the service to watch ``settings["paths"]`` and pass each message it streams back
+        to ``on_message`` until the service goes away. The watch lasts as long as this connection:
+        interrupt (Ctrl+C, SIGTERM) to end it.
+        """
+        try:
+            sock = self._open(None)
+        except OSError as exc:
+            raise ServiceError(
+                f"the memsearch service for {self.paths.store} is not answering ({exc})"
+            ) from exc
+        with sock, sock.makefile("rb") as stream:
+            _send(sock, {"op": "watch", "settings": settings, "args": args})
+            for line in stream:
+                if line.strip():
+                    on_message(json.loads(line))
 
     def ping(self) -> dict[str, Any]:
         result = self.request("ping", {}, {}, timeout=CONNECT_TIMEOUT)
@@ -251,7 +270,7 @@ def _error_payload(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def _error_from(payload: dict[str, Any]) -> MemSearchError:
+def error_from_payload(payload: dict[str, Any]) -> MemSearchError:
     """Rebuild the service's error as the same class here (so exit codes and messages match)."""
     cls = getattr(errors, str(payload.get("type")), None)
     message = str(payload.get("message", "the memsearch service failed"))
@@ -341,6 +360,8 @@ class MemoryService:
         self._lock_fd: int | None = None
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
+        self._sessions: set[socket.socket] = set()
+        self._sessions_lock = threading.Lock()
         self.started_at = time.time()
         self.ready = False
         self._ops: dict[str, Callable[[MemSearch | None, dict[str, Any]], Any]] = {
@@ -448,6 +469,14 @@ class MemoryService:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        with self._sessions_lock:
+            sessions = list(self._sessions)
+        for conn in sessions:  # ends each watch session: its watcher stops, its client sees EOF
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        deadline = time.monotonic() + 15
+        while self._sessions and time.monotonic() < deadline:
+            time.sleep(0.05)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -495,6 +524,9 @@ class MemoryService:
             return
         if request is None:
             return
+        if request.get("op") == "watch":
+            self._watch_session(conn, request)
+            return
         try:
             op = self._ops.get(str(request.get("op")))
             if op is None:
@@ -508,6 +540,44 @@ class MemoryService:
             reply = {"ok": False, "error": _error_payload(exc)}
         with contextlib.suppress(OSError):
             _send(conn, reply)
+
+    def _watch_session(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        """Serve one ``memsearch watch`` client: index its paths, then stream its watcher's events
+        until it hangs up (or the service stops). Watcher updates run on the engine loop."""
+        send_lock = threading.Lock()
+
+        def send(message: dict[str, Any]) -> None:
+            with send_lock, contextlib.suppress(OSError):
+                _send(conn, message)
+
+        args = request.get("args") or {}
+        try:
+            ms = self.instance(request.get("settings") or {})
+            report = self.run(self._index(ms, False))
+        except Exception as exc:
+            send({"ok": False, "error": _error_payload(exc)})
+            return
+        send({"ok": True, "result": dataclasses.asdict(report)})
+        with self._sessions_lock:
+            self._sessions.add(conn)
+        watcher = ms.watch(
+            on_event=lambda kind, summary, path: send({"event": kind, "summary": summary, "path": str(path)}),
+            on_error=lambda kind, exc, path: send(
+                {"event": kind, "path": str(path), "error": _error_payload(exc)}
+            ),
+            debounce_ms=args.get("debounce_ms"),
+            runner=self.run,
+        )
+        send({"watching": True})
+        try:
+            while conn.recv(1024):  # the client sends nothing more; EOF means it is gone
+                pass
+        except OSError:
+            pass
+        finally:
+            watcher.stop()
+            with self._sessions_lock:
+                self._sessions.discard(conn)
 
     def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -651,14 +651,21 @@ def watch_index(
     on_event: OnEvent | None = None,
     on_error: OnError | None = None,
     debounce_ms: int | None = None,
+    runner: Callable[[Any], Any] | None = None,
 ) -> FileWatcher:
     """Watch ``indexer``'s paths with its ignore rules and keep its index in step; returns the
-    started watcher (``MemSearch.watch`` is this, for the instance's own indexer)."""
+    started watcher (``MemSearch.watch`` is this, for the instance's own indexer).
+
+    ``runner``, when given, runs each update coroutine instead of the watcher's own loop: the memory
+    service passes its engine loop's runner, so watcher updates never run concurrently with the
+    requests it serves on the same store.
+    """
     settings = indexer.settings
     policy = IndexPolicy(settings.paths, ignore_files=settings.ignore_files, exclude=settings.exclude)
     updater = IndexUpdater(indexer, policy, on_event=on_event, on_error=on_error)
     delay = DEFAULT_DEBOUNCE_MS if debounce_ms is None else debounce_ms
-    return FileWatcher(settings.paths, updater, delay, path_filter=policy).start()
+    callback: Any = updater if runner is None else (lambda event: runner(updater(event)))
+    return FileWatcher(settings.paths, callback, delay, path_filter=policy).start()
 
 
 # --- helpers --------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ stop it cleanly: ``Stopping watcher.`` and exit code 0.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memsearch.cli.options import common_options, indexing_options, open_memsearch
+from memsearch.cli.options import common_options, indexing_options, resolve
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -53,11 +52,21 @@ def watch(paths: tuple[str, ...], description: str | None, **flags: Any) -> None
 
     Created, edited, renamed and deleted markdown files are re-indexed or removed once they have
     been quiet for the debounce time. Stop with Ctrl+C (or SIGTERM).
+
+    The watch runs inside the memory service of the store: if none is running, this process
+    becomes it (so `search` and friends keep working while it watches); if one is running, the
+    watch is added to it for as long as this command runs.
     """
-    from memsearch.index_state import record_report, record_started, state_path_for
+    from memsearch.core import config_kwargs
+    from memsearch.index_state import record_started, state_path_for
 
     state = state_path_for(paths)
-    cfg, ms = open_memsearch(flags, list(paths), description=description or "")
+    cfg = resolve(flags)
+    settings = {
+        **config_kwargs(cfg),
+        "description": description or "",
+        "paths": [str(Path(p).expanduser().resolve()) for p in paths],
+    }
     received: list[int] = []
 
     def interrupt(signum: int, _frame: object) -> None:
@@ -65,44 +74,95 @@ def watch(paths: tuple[str, ...], description: str | None, **flags: Any) -> None
         raise KeyboardInterrupt
 
     previous = {sig: signal.signal(sig, interrupt) for sig in STOP_SIGNALS}
+    session = _Session(state, cfg, len(paths))
     try:
         record_started(state, "watch", paths, cfg)
+        while True:  # if the serving process goes away, take over (or join the next one)
+            _watch_once(cfg.milvus.uri, settings, cfg.watch.debounce_ms, session)
+    except KeyboardInterrupt:
+        if not received or received[0] == getattr(signal, "SIGINT", None):
+            click.echo("")  # end the terminal's "^C" line
+        click.echo("Stopping watcher.")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _Session) -> None:
+    """Watch through the store's service until it goes away, starting it here if none runs."""
+    from memsearch.service import MemoryService, ServiceClient, ServiceRunningError, connect
+
+    client = connect(uri)
+    service = None
+    if client is None:
+        service = MemoryService(uri)
         try:
-            report = asyncio.run(ms.index_with_report())
-        except Exception as exc:
+            service.acquire()
+        except ServiceRunningError:  # another process just became the service: join it
+            time.sleep(0.1)
+            return
+        try:
+            service.start()
+            service.warm(settings)
+        except BaseException:
+            service.stop()
+            raise
+        client = ServiceClient(service.paths)
+    try:
+        client.watch(settings, {"debounce_ms": debounce_ms}, session.on_message)
+    finally:
+        if service is not None:
+            for sig in STOP_SIGNALS:  # a second Ctrl+C must not cut the clean-up short
+                signal.signal(sig, signal.SIG_IGN)
+            service.stop()
+
+
+class _Session:
+    """Prints what the service streams for this watch, and keeps ``.index-state.json`` current."""
+
+    def __init__(self, state: Path | None, cfg: MemSearchConfig, n_paths: int) -> None:
+        self.state = state
+        self.cfg = cfg
+        self.n_paths = n_paths
+        self.started = False
+        self.on_error = _error_recorder(state, cfg)
+
+    def on_message(self, message: dict[str, Any]) -> None:
+        from memsearch.service import error_from_payload
+
+        if message.get("ok") is False:
             from memsearch.index_state import record_error
 
-            record_error(state, "watch", paths, cfg, exc)
-            raise
-        record_report(state, "watch", paths, cfg, report)
+            exc = error_from_payload(message.get("error") or {})
+            record_error(self.state, "watch", [], self.cfg, exc)
+            raise exc
+        if message.get("ok") and not self.started:
+            self._initial_report(message.get("result") or {})
+        elif message.get("watching") and not self.started:
+            self.started = True
+            # Only now: a change made after this line is seen (scripts wait for it before editing).
+            click.echo(f"Watching {self.n_paths} path(s) for changes... (Ctrl+C to stop)")
+        elif "error" in message:
+            self.on_error(
+                str(message.get("event")), error_from_payload(message["error"]), Path(message["path"])
+            )
+        elif "summary" in message:
+            click.echo(message["summary"])
+
+    def _initial_report(self, data: dict[str, Any]) -> None:
+        from memsearch.index_state import record_report
+        from memsearch.indexer import IndexFailure, IndexReport
+
+        data["failed_files"] = tuple(IndexFailure(**f) for f in data.get("failed_files", ()))
+        data["warnings"] = tuple(data.get("warnings", ()))
+        report = IndexReport(**data)
+        record_report(self.state, "watch", [], self.cfg, report)
         for warning in report.warnings:
             click.echo(f"Warning: {warning}", err=True)
         for failure in report.failed_files:
             click.echo(f"Failed: {failure.path}: {failure.error}", err=True)
         if report.indexed_chunks > 0:
             click.echo(f"Indexed {report.indexed_chunks} chunks.")
-        watcher = ms.watch(
-            on_event=_echo_event, on_error=_error_recorder(state, cfg), debounce_ms=cfg.watch.debounce_ms
-        )
-        # Only now: a change made after this line is seen (scripts wait for it before editing files).
-        click.echo(f"Watching {len(paths)} path(s) for changes... (Ctrl+C to stop)")
-        try:
-            while watcher.is_running:
-                time.sleep(1.0)
-        finally:
-            for sig in STOP_SIGNALS:  # a second Ctrl+C must not cut the clean-up short
-                signal.signal(sig, signal.SIG_IGN)
-            watcher.stop()
-    except KeyboardInterrupt:
-        if not received or received[0] == getattr(signal, "SIGINT", None):
-            click.echo("")  # end the terminal's "^C" line
-        click.echo("Stopping watcher.")
-    finally:
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, signal.SIG_IGN)
-        ms.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _echo_event(_event_type: str, summary: str, _path: Path) -> None:
