@@ -14,7 +14,7 @@ import pytest
 from hash_embedder import register as register_hash_embedder
 
 # Fixtures for a real `milvus-lite server` on 127.0.0.1 (tests/ is on sys.path, not a package).
-pytest_plugins = ["milvus_server"]
+pytest_plugins = ["milvus_server", "fake_llm_server"]
 
 # The deterministic fake embedder, as provider "hash", through the real provider table.
 register_hash_embedder()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_llm_server import FakeLLMServer
 from memsearch.service import ServiceClient, service_paths
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
@@ -241,3 +242,27 @@ def test_watch_joins_a_running_service(uri: str, memory: Path, tmp_path: Path, s
     (memory / "later.md").write_text("# Later\n\nWritten after the watch ended.\n")
     time.sleep(1.0)  # longer than the debounce: a leftover watcher would have indexed it
     assert all(Path(str(h["source"])).name != "later.md" for h in search_json(uri, "written after the watch"))
+
+
+def test_compact_works_while_the_service_holds_the_store(
+    uri: str, memory: Path, tmp_path: Path, service, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.reply("- The team moved checkout to a larger connection pool.")
+    out = tmp_path / "out"
+    proc = memsearch(
+        "compact",
+        "--milvus-uri",
+        uri,
+        "--llm-base-url",
+        f"{fake_llm.url}/v1",
+        "--llm-api-key",
+        "sk-test",
+        "--output-dir",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Compact complete. Summary:\n\n- The team moved checkout")
+    daily = next((out / "memory").glob("*.md"))
+    assert "## Memory Compact" in daily.read_text()
+    hits = search_json(uri, "larger connection pool checkout")
+    assert any(Path(str(h["source"])) == daily.resolve() for h in hits)

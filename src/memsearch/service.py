@@ -325,11 +325,31 @@ class RemoteMemSearch:
     def count(self) -> int:
         return int(self._call("count"))
 
+    async def index_file(self, path: str | Path) -> int:
+        """Index one file (used by ``compact`` after it appends its summary)."""
+        return int(self._call("index_file", path=str(Path(path).expanduser().resolve())))
+
+    @property
+    def store(self) -> _RemoteStore:
+        """The read side of the store that ``compact`` needs (``query``)."""
+        return _RemoteStore(self)
+
     def reset(self) -> None:
         self._call("reset")
 
     def close(self) -> None:
         """Nothing to release: each request uses its own connection."""
+
+
+class _RemoteStore:
+    """``MilvusStore.query`` through the service."""
+
+    def __init__(self, remote: RemoteMemSearch) -> None:
+        self._remote = remote
+
+    def query(self, *, filter_expr: str = "") -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self._remote._call("query", filter_expr=filter_expr)
+        return rows
 
 
 # --- server ---------------------------------------------------------------------------------
@@ -371,6 +391,8 @@ class MemoryService:
             "count": self._op_count,
             "reset": self._op_reset,
             "index": self._op_index,
+            "index_file": self._op_index_file,
+            "query": self._op_query,
         }
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -618,6 +640,14 @@ class MemoryService:
         assert ms is not None
         report = self.run(self._index(ms, bool(args.get("force", False))))
         return dataclasses.asdict(report)
+
+    def _op_index_file(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+        assert ms is not None
+        return self.run(ms.index_file(str(args["path"])))
+
+    def _op_query(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+        assert ms is not None
+        return self.run(_call(ms.store.query, filter_expr=str(args.get("filter_expr", ""))))
 
     async def _index(self, ms: MemSearch, force: bool) -> IndexReport:
         import asyncio

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, resolve
+from memsearch.cli.options import common_options, open_memsearch, resolve
 
 
 @click.command("compact")
@@ -60,16 +60,15 @@ def compact(
 ) -> None:
     """Summarise indexed chunks into a memory file with an LLM."""
     from memsearch.compact import DEFAULT_TOKEN_BUDGET, compact_memory, compact_template
-    from memsearch.core import MemSearch
     from memsearch.llm import EmptySummaryError, LLMSettings
 
     cfg = resolve(flags)
     llm = LLMSettings.for_compact(cfg).check()
     template = compact_template(cfg, prompt_template)
     budget = DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
-    # Always a direct open: the memory service has no compact operation, so while one holds a
-    # Milvus Lite database this ends in its clear "locked" error rather than a half-routed call.
-    ms = MemSearch.from_config(cfg)
+    # Through the memory service when one runs (it reads the chunks and indexes the new file);
+    # the LLM is called from this process, with this process's keys and environment.
+    _, ms = open_memsearch(flags)
     try:
         result = asyncio.run(
             compact_memory(
