@@ -60,6 +60,7 @@ __all__ = [
     "PluginMaintenanceTaskConfig",
     "PluginMemoryToSkillConfig",
     "PluginPlatformConfig",
+    "PluginRecallConfig",
     "PluginSummarizeConfig",
     "PluginsConfig",
     "PromptsConfig",
@@ -143,6 +144,7 @@ _MINIMUMS: dict[str, float] = {
     "lock_timeout": 0,
     "min_interval_hours": 0,
     "min_occurrences": 1,
+    "top_k": 1,
 }
 
 
@@ -292,8 +294,19 @@ class PluginMemoryToSkillConfig:
 
 
 @dataclass
+class PluginRecallConfig:
+    """Recall on each prompt (``[plugins.<platform>.prompt_recall]``). ``auto_inject`` adds the
+    ``top_k`` best search hits for the prompt to the model's context (off by default: the one-line
+    hint to use the memory-recall skill costs fewer tokens)."""
+
+    auto_inject: bool = False
+    top_k: int = 3
+
+
+@dataclass
 class PluginPlatformConfig:
     summarize: PluginSummarizeConfig = field(default_factory=PluginSummarizeConfig)
+    prompt_recall: PluginRecallConfig = field(default_factory=PluginRecallConfig)
     project_review: PluginMaintenanceTaskConfig = field(
         default_factory=lambda: PluginMaintenanceTaskConfig(output_file=".memsearch/PROJECT.md")
     )

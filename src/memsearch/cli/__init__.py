@@ -37,7 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "memsearch.cli.compact_cmd:summarize",
         "Summarise a transcript from stdin into bullet notes.",
     ),
+    "hook": ("memsearch.cli.hook_cmd:hook", "Run an agent plugin hook (called by the plugins' shims)."),
 }
+#: Commands that work but are left out of ``memsearch --help`` (plumbing for the agent plugins).
+HIDDEN_COMMANDS: frozenset[str] = frozenset({"hook"})
 
 
 def _reconfigure_streams() -> None:
@@ -65,7 +68,7 @@ class LazyGroup(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS) if name not in HIDDEN_COMMANDS]
         rows += [
             (name, cmd.get_short_help_str(60))
             for name, cmd in sorted(self.commands.items())

@@ -1,0 +1,332 @@
+"""The four event handlers every platform shares, and what they need: status, recall, capture, index.
+
+- ``session-start``: status line for the user; recent journal bullets for the model; background
+  indexing (a watch kept for the session, or a one-shot index). Reads only the newest journals and
+  never opens the store or loads a model in the hook's own process.
+- ``prompt-submit``: a one-line hint to the model that past sessions are searchable (only when
+  there is memory), plus, with ``plugins.<platform>.prompt_recall.auto_inject``, the best search hits.
+- ``stop``: extract the last turn, skip it if already journaled, summarise, append, index.
+- ``session-end``: release this session's hold on the watch (stopping it if it was the last).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from memsearch import journal
+from memsearch.hooks import processes
+from memsearch.hooks.base import NO_WATCH_ENV, Capture, HookContext, Reply
+from memsearch.hooks.summarize import log, summarize_capture
+
+if TYPE_CHECKING:
+    from memsearch.config import MemSearchConfig
+
+__all__ = [
+    "EVENTS",
+    "MIN_PROMPT_CHARS",
+    "SYNC_ENV",
+    "engine_settings",
+    "finish_capture",
+    "index_memory",
+    "missing_key",
+    "prompt_submit",
+    "search_memory",
+    "session_end",
+    "session_start",
+    "status_line",
+    "stop",
+]
+
+#: Prompts shorter than this ("ok", "go on") get no recall hint.
+MIN_PROMPT_CHARS = 10
+#: Journals shown at session start, and lines of each.
+RECENT_FILES = 2
+RECENT_LINES = 40
+#: An index run "running" for longer than this is reported as stuck.
+STUCK_AFTER = dt.timedelta(hours=1)
+#: Environment variable holding each provider's API key (reference-plugins §0.6); providers not
+#: listed need none.
+PROVIDER_KEYS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "google": "GOOGLE_API_KEY",
+    "voyage": "VOYAGE_API_KEY",
+    "jina": "JINA_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+}
+#: Characters of each auto-injected search hit.
+SNIPPET_CHARS = 300
+
+
+# --- status -----------------------------------------------------------------------------------
+
+
+def missing_key(cfg: MemSearchConfig, env: Mapping[str, str]) -> str:
+    """The key variable the embedding provider lacks ("" when nothing is missing).
+
+    A custom ``embedding.base_url`` (a proxy or a local server) may need no key, so it counts as set.
+    """
+    var = PROVIDER_KEYS.get(cfg.embedding.provider, "")
+    if not var or cfg.embedding.api_key or cfg.embedding.base_url or env.get(var, "").strip():
+        return ""
+    return var
+
+
+def index_warning(ctx: HookContext) -> str:
+    """A warning when ``.index-state.json`` says the last index failed or has hung."""
+    try:
+        state = json.loads((ctx.memsearch_dir / ".index-state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(state, dict):
+        return ""
+    status = state.get("status")
+    if status in ("error", "degraded"):
+        return "WARNING: memory index may be stale; run the memory-config skill to diagnose"
+    if status == "running":
+        try:
+            started = dt.datetime.fromisoformat(str(state.get("last_started_at", "")).replace("Z", "+00:00"))
+        except ValueError:
+            return ""
+        if started.tzinfo is not None and dt.datetime.now(dt.timezone.utc) - started > STUCK_AFTER:
+            return (
+                "WARNING: memory index has been running for over 1h; run the memory-config skill to diagnose"
+            )
+    return ""
+
+
+def status_line(ctx: HookContext) -> str:
+    """``[memsearch v<version>] embedding: <provider>/<model> | milvus: <uri> | collection: <name>``."""
+    import memsearch
+
+    cfg = ctx.config
+    return (
+        f"[memsearch v{memsearch.__version__}] embedding: {cfg.embedding.provider}/"
+        f"{cfg.embedding.model or 'unknown'} | milvus: {cfg.milvus.uri} | collection: {ctx.collection}"
+    )
+
+
+# --- session start ----------------------------------------------------------------------------
+
+
+def _start_background(ctx: HookContext) -> str:
+    """Start the platform's background indexing; a warning when that failed ("" otherwise)."""
+    if ctx.flag(NO_WATCH_ENV):
+        return ""
+    memory = ctx.memory_dir
+    description = ctx.description()
+    try:
+        if ctx.platform.keep_watch:
+            argv = processes.watch_argv(memory, ctx.collection, description)
+            processes.retain_watch(ctx.memsearch_dir, memory, _session_key(ctx), argv, cwd=ctx.project_dir)
+        elif journal.journal_files(memory, 1):
+            argv = processes.index_argv(memory, ctx.collection, description)
+            processes.start_index(ctx.memsearch_dir, memory, argv, cwd=ctx.project_dir)
+    except OSError as exc:
+        log(f"could not start background indexing: {exc}")
+        return f"WARNING: background indexing did not start ({exc.strerror or exc})"
+    return ""
+
+
+def _session_key(ctx: HookContext) -> str:
+    return ctx.input.session_id or "unknown-session"
+
+
+def session_start(ctx: HookContext) -> Reply:
+    status = status_line(ctx)
+    ctx.memory_dir.mkdir(parents=True, exist_ok=True)
+    key = missing_key(ctx.config, ctx.env)
+    if key:
+        return Reply(
+            f"{status} | ERROR: {key} not set — memory search disabled | Tip: switch to free local "
+            "embedding: memsearch config set embedding.provider onnx && memsearch index --force"
+        )
+    notes = [n for n in (index_warning(ctx), _start_background(ctx)) if n]
+    context = journal.recent_memory(ctx.memory_dir, files=RECENT_FILES, max_lines=RECENT_LINES)
+    if context:
+        context += "\n\n" + ctx.platform.recall_hint
+    return Reply(" | ".join([status, *notes]), context)
+
+
+# --- prompt submit ----------------------------------------------------------------------------
+
+
+def engine_settings(ctx: HookContext) -> dict[str, Any]:
+    """``MemSearch`` arguments for this project: the same the watch started at SessionStart uses, so
+    the memory service answers the hooks with the watch's already-open engine."""
+    from memsearch.core import config_kwargs
+
+    return {**config_kwargs(ctx.config), "description": ctx.description()}
+
+
+def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, Any]]:
+    """Search this project's collection, through the memory service when one runs."""
+    import asyncio
+
+    from memsearch.core import MemSearch
+    from memsearch.service import RemoteMemSearch, connect
+
+    settings = engine_settings(ctx)
+    paths = [str(ctx.memory_dir)]
+    client = connect(ctx.config.milvus.uri)
+    if client is not None:
+        return RemoteMemSearch(client, settings, paths).search(query, top_k=top_k)
+    ms = MemSearch(paths, **settings)
+    try:
+        hits: list[dict[str, Any]] = asyncio.run(ms.search(query, top_k=top_k))
+    finally:
+        ms.close()
+    return hits
+
+
+def _format_hits(ctx: HookContext, hits: list[dict[str, Any]]) -> str:
+    lines = [
+        "[memsearch] Memories that may be relevant (expand one with "
+        f"`memsearch expand <chunk_hash> --collection {ctx.collection}`):"
+    ]
+    for hit in hits:
+        source = str(hit.get("source", "")).rsplit("/", 1)[-1]
+        heading = f" › {hit['heading']}" if hit.get("heading") else ""
+        snippet = " ".join(str(hit.get("content", "")).split())
+        if len(snippet) > SNIPPET_CHARS:
+            snippet = snippet[:SNIPPET_CHARS].rstrip() + " …"
+        lines.append(f"- [{source}{heading}] {snippet} (chunk_hash {hit.get('chunk_hash', '')})")
+    return "\n".join(lines)
+
+
+def prompt_submit(ctx: HookContext) -> Reply:
+    prompt = ctx.input.prompt.strip()
+    if len(prompt) < MIN_PROMPT_CHARS or not journal.journal_files(ctx.memory_dir, 1):
+        return Reply()
+    context = ctx.platform.recall_hint
+    recall = ctx.plugin.prompt_recall
+    if recall.auto_inject:
+        from memsearch.errors import MemSearchError
+
+        try:
+            hits = search_memory(ctx, prompt, recall.top_k)
+        except MemSearchError as exc:
+            log(f"auto-inject search failed: {exc.one_line()}")
+            hits = []
+        if hits:
+            context += "\n\n" + _format_hits(ctx, hits)
+    return Reply(context=context)
+
+
+# --- stop -------------------------------------------------------------------------------------
+
+
+def index_memory(ctx: HookContext) -> None:
+    """Index the memory folder: through the service when one runs, else directly.
+
+    Failures are reported on stderr and in ``.index-state.json``, never raised: the journal entry is
+    already on disk and the next index (or the watch) picks it up.
+    """
+    from memsearch.core import MemSearch
+    from memsearch.index_state import record_error, record_report, record_started, state_path_for
+    from memsearch.service import RemoteMemSearch, ServiceError, connect
+
+    paths = [str(ctx.memory_dir)]
+    try:
+        cfg = ctx.config
+        settings = engine_settings(ctx)
+    except Exception as exc:
+        log(f"not indexed: {type(exc).__name__}: {exc}")
+        return
+    state = state_path_for(paths, memsearch_dir=str(ctx.memsearch_dir))
+    record_started(state, "index", paths, cfg)
+    try:
+        client = connect(cfg.milvus.uri)
+        if client is not None:
+            try:
+                report = RemoteMemSearch(client, settings, paths).index_with_report()
+            except ServiceError as exc:  # it went away mid-request: open the store ourselves
+                log(f"memory service unavailable ({exc.one_line()}); indexing directly")
+                client = None
+        if client is None:
+            import asyncio
+
+            ms = MemSearch(paths, **settings)
+            try:
+                report = asyncio.run(ms.index_with_report())
+            finally:
+                ms.close()
+    except Exception as exc:  # a failed index must never lose or undo the journal entry
+        from memsearch.errors import MemSearchError
+
+        detail = exc.one_line() if isinstance(exc, MemSearchError) else f"{type(exc).__name__}: {exc}"
+        log(f"journal entry saved but not indexed: {detail}")
+        record_error(state, "index", paths, cfg, exc)
+        return
+    record_report(state, "index", paths, cfg, report)
+    for failure in report.failed_files:
+        log(f"not indexed: {failure.path}: {failure.error}")
+
+
+def finish_capture(ctx: HookContext, capture: Capture) -> journal.AppendResult:
+    """Summarise, append to today's journal, and index (when something was written)."""
+    bullets, source = summarize_capture(ctx, capture)
+    entry = journal.JournalEntry(bullets, capture.anchor, capture.identity)
+    result = journal.append_entry(ctx.memory_dir, entry, when=ctx.now, title=ctx.platform.title)
+    if result.written:
+        if source == "extract":
+            log("no summariser answered; wrote a plain extract of the turn")
+        index_memory(ctx)
+    return result
+
+
+#: Set to 1 to capture in the hook's own process even on hosts that detach it (debugging).
+SYNC_ENV = "MEMSEARCH_HOOK_SYNC"
+#: Where detached capture workers report problems, and the size at which it starts over.
+WORKER_LOG = ".worker.log"
+WORKER_LOG_MAX = 1 << 20
+
+
+def _detach(ctx: HookContext, capture: Capture) -> None:
+    payload = json.dumps({"context": ctx.to_json(), "capture": capture.to_json()}).encode("utf-8")
+    argv = processes.memsearch_argv("hook", ctx.platform.name, "stop", "--worker")
+    ctx.memsearch_dir.mkdir(parents=True, exist_ok=True)
+    log = ctx.memsearch_dir / WORKER_LOG
+    try:
+        keep = log.stat().st_size < WORKER_LOG_MAX  # workers append; start over once it grows large
+    except OSError:
+        keep = True
+    processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+
+
+def stop(ctx: HookContext) -> Reply:
+    if ctx.input.stop_hook_active or missing_key(ctx.config, ctx.env):
+        return Reply()
+    if not ctx.plugin.summarize.enabled:
+        return Reply()
+    capture = ctx.platform.capture(ctx)
+    if capture is None:
+        return Reply()
+    probe = journal.JournalEntry(["-"], capture.anchor, capture.identity)
+    if journal.find_duplicate(ctx.memory_dir, probe, ctx.now) is not None:
+        return Reply()  # a repeated Stop of a turn already in the journal: no second summary
+    if ctx.platform.detach_capture and not ctx.flag(SYNC_ENV):
+        _detach(ctx, capture)
+    else:
+        finish_capture(ctx, capture)
+    return Reply()
+
+
+# --- session end ------------------------------------------------------------------------------
+
+
+def session_end(ctx: HookContext) -> Reply:
+    if ctx.platform.keep_watch and not ctx.flag(NO_WATCH_ENV):
+        processes.release_watch(ctx.memsearch_dir, ctx.memory_dir, _session_key(ctx))
+    return Reply()
+
+
+#: Event name → handler. Platforms say which of these their host sends (``Platform.events``).
+EVENTS: dict[str, Callable[[HookContext], Reply]] = {
+    "session-start": session_start,
+    "prompt-submit": prompt_submit,
+    "stop": stop,
+    "session-end": session_end,
+}

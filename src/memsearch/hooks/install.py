@@ -1,0 +1,247 @@
+"""Installers for hosts whose hooks live in the user's own configuration (Codex).
+
+``plugins/codex/install.sh`` is one line that runs ``memsearch hook codex install``; the work is
+here, idempotent (re-running it after an update changes nothing but what changed):
+
+1. the skills are copied to ``~/.agents/skills/<name>`` with ``__INSTALL_DIR__`` and
+   ``__MEMSEARCH__`` replaced by real paths (never symlinks that keep placeholders,
+   reference-plugins §12.9);
+2. ``$CODEX_HOME/hooks.json`` (default ``~/.codex``) gets one entry per event pointing at the
+   plugin's shim, after removing earlier memsearch entries; other hooks are kept, the previous file
+   is saved as ``hooks.json.bak``, a legacy list-shaped file is converted, and the write is atomic;
+3. ``config.toml`` gets ``[features] hooks = true`` (``codex_hooks`` is its deprecated alias and is
+   removed), the rest of the file untouched.
+
+Nothing is changed when ``config.toml`` or ``hooks.json`` cannot be parsed: the error says which file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memsearch.errors import ConfigError
+
+__all__ = [
+    "CODEX_HOOKS",
+    "INSTALLERS",
+    "enable_codex_hooks_feature",
+    "install_codex",
+    "install_skills",
+    "memsearch_command",
+    "merge_codex_hooks",
+]
+
+INSTALL_DIR_PLACEHOLDER = "__INSTALL_DIR__"
+MEMSEARCH_PLACEHOLDER = "__MEMSEARCH__"
+
+#: Codex hook event → (our event, timeout in seconds).
+CODEX_HOOKS: dict[str, tuple[str, int]] = {
+    "SessionStart": ("session-start", 30),
+    "UserPromptSubmit": ("prompt-submit", 10),
+    "Stop": ("stop", 30),
+}
+#: Substrings of the commands of earlier memsearch installs (ours and the original's shell hooks).
+_CODEX_MARKERS = ("plugins/codex/hooks/", "memsearch hook codex")
+
+_TABLE_RE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_ARRAY_TABLE_RE = re.compile(r"^\s*\[\[")
+_HOOKS_KEY_RE = re.compile(r"^\s*(codex_hooks|hooks)\s*=")
+
+
+def memsearch_command() -> str:
+    """How a shell runs *this* memsearch install: its console script, else ``python -m memsearch``."""
+    script = Path(sys.executable).with_name("memsearch")
+    if script.is_file() and os.access(script, os.X_OK):
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m memsearch"
+
+
+def install_skills(source: Path, target: Path, replacements: Mapping[str, str]) -> list[str]:
+    """Copy each skill folder of ``source`` into ``target`` (replacing an older copy), with the
+    placeholders in its text files replaced. Returns the skill names."""
+    names = []
+    for skill in sorted(p for p in source.iterdir() if (p / "SKILL.md").is_file()):
+        dest = target / skill.name
+        if dest.is_symlink() or dest.is_file():
+            dest.unlink()
+        elif dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(skill, dest)
+        for path in dest.rglob("*.md"):
+            text = path.read_text(encoding="utf-8")
+            for placeholder, value in replacements.items():
+                text = text.replace(placeholder, value)
+            path.write_text(text, encoding="utf-8")
+        names.append(skill.name)
+    return names
+
+
+def _from_legacy(entries: Sequence[Any]) -> dict[str, Any]:
+    """A list-shaped hooks file (``[{event, command, timeout_ms, matcher}]``) as the nested form."""
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("event") or not entry.get("command"):
+            continue
+        hook: dict[str, Any] = {"type": "command", "command": entry["command"]}
+        if isinstance(entry.get("timeout_ms"), (int, float)):
+            hook["timeout"] = max(1, math.ceil(entry["timeout_ms"] / 1000))
+        hooks.setdefault(str(entry["event"]), []).append(
+            {"matcher": entry.get("matcher", ""), "hooks": [hook]}
+        )
+    return {"hooks": hooks}
+
+
+def _is_ours(hook: Any, extra_markers: Sequence[str]) -> bool:
+    command = hook.get("command", "") if isinstance(hook, dict) else ""
+    return isinstance(command, str) and any(m in command for m in (*_CODEX_MARKERS, *extra_markers))
+
+
+def merge_codex_hooks(
+    data: Any, commands: Mapping[str, tuple[str, int]], extra_markers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``data`` (a parsed hooks.json) with earlier memsearch hooks removed and ``commands``
+    (host event → (command, timeout)) added; every other hook is kept in place."""
+    merged = _from_legacy(data) if isinstance(data, list) else dict(data or {})
+    hooks = merged.get("hooks")
+    hooks = dict(hooks) if isinstance(hooks, dict) else {}
+    for event, groups in list(hooks.items()):
+        kept = []
+        for group in groups if isinstance(groups, list) else []:
+            if not isinstance(group, dict):
+                kept.append(group)
+                continue
+            inner = [h for h in group.get("hooks") or [] if not _is_ours(h, extra_markers)]
+            if inner:
+                kept.append({**group, "hooks": inner})
+        hooks[event] = kept
+    for event, (command, timeout) in commands.items():
+        hooks.setdefault(event, []).append(
+            {"matcher": "", "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+        )
+    merged["hooks"] = {event: groups for event, groups in hooks.items() if groups}
+    return merged
+
+
+def enable_codex_hooks_feature(text: str) -> str:
+    """``config.toml`` text with ``hooks = true`` in ``[features]`` (added if missing) and any
+    ``codex_hooks`` line there removed; everything else kept as written."""
+    lines = text.splitlines()
+    start = next(
+        (i for i, line in enumerate(lines) if (m := _TABLE_RE.match(line)) and m.group(1) == "features"), None
+    )
+    if start is None:
+        body = text.rstrip("\n")
+        return (body + "\n\n" if body else "") + "[features]\nhooks = true\n"
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if _TABLE_RE.match(lines[i]) or _ARRAY_TABLE_RE.match(lines[i])
+        ),
+        len(lines),
+    )
+    table = [line for line in lines[start + 1 : end] if not _HOOKS_KEY_RE.match(line)]
+    return "\n".join([*lines[: start + 1], "hooks = true", *table, *lines[end:]]) + "\n"
+
+
+def _load_toml(path: Path) -> str:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"cannot update {path}: it is not valid TOML ({exc})",
+            hint="fix the file (Codex cannot read it either), then run the installer again",
+        ) from None
+    return text
+
+
+def _check_feature(text: str, path: Path) -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    features = tomllib.loads(text).get("features")
+    if not isinstance(features, dict) or features.get("hooks") is not True:
+        raise ConfigError(
+            f"could not switch on Codex hooks in {path} (an unusual [features] layout)",
+            hint="add `hooks = true` under [features] in that file by hand",
+        )
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def install_codex(plugin_dir: Path, *, home: Path | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Install the Codex hooks and skills for the plugin at ``plugin_dir``; returns a report."""
+    env = os.environ if env is None else env
+    home = home or Path.home()
+    plugin_dir = plugin_dir.expanduser().resolve()
+    codex_home = Path(env.get("CODEX_HOME") or home / ".codex").expanduser()
+    hooks_file = codex_home / "hooks.json"
+    config_file = codex_home / "config.toml"
+    shim = plugin_dir / "hooks" / "run.sh"
+    if not shim.is_file():
+        raise ConfigError(f"{shim} not found", hint="pass the plugins/codex folder as --plugin-dir")
+
+    config_text = _load_toml(config_file)  # validate both files before changing anything
+    try:
+        hooks_data = json.loads(hooks_file.read_text(encoding="utf-8")) if hooks_file.exists() else {}
+    except ValueError as exc:
+        raise ConfigError(
+            f"cannot update {hooks_file}: it is not valid JSON ({exc})",
+            hint="fix or remove the file, then run the installer again",
+        ) from None
+
+    skills = install_skills(
+        plugin_dir / "skills",
+        home / ".agents" / "skills",
+        {INSTALL_DIR_PLACEHOLDER: str(plugin_dir), MEMSEARCH_PLACEHOLDER: memsearch_command()},
+    )
+    python = shlex.quote(sys.executable)
+    commands = {
+        event: (f"bash {shlex.quote(str(shim))} {name} {python}", timeout)
+        for event, (name, timeout) in CODEX_HOOKS.items()
+    }
+    if hooks_file.exists():
+        shutil.copy2(hooks_file, hooks_file.with_name("hooks.json.bak"))
+    merged = merge_codex_hooks(hooks_data, commands, extra_markers=(str(shim),))
+    _write_atomic(hooks_file, json.dumps(merged, indent=2) + "\n")
+    new_config = enable_codex_hooks_feature(config_text)
+    _check_feature(new_config, config_file)
+    if new_config != config_text:
+        _write_atomic(config_file, new_config)
+    return "\n".join(
+        [
+            f"memsearch hooks for Codex installed in {hooks_file} ({', '.join(CODEX_HOOKS)})",
+            f"Codex hooks switched on in {config_file} ([features] hooks = true)",
+            f"skills copied to {home / '.agents' / 'skills'}: {', '.join(skills)}",
+            "Start a new Codex session to load them.",
+        ]
+    )
+
+
+#: Platform → installer (platforms whose host loads hooks from the user's own config).
+INSTALLERS: dict[str, Callable[[Path], str]] = {"codex": install_codex}

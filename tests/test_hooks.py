@@ -1,0 +1,747 @@
+"""The hook engine driven the way the hosts drive it: real ``python -m memsearch hook`` processes.
+
+Each test gets a git project, an isolated HOME whose ``config.toml`` points at one Milvus Lite
+database served by a real ``memsearch serve`` (shared by the module, so indexing and searching cost
+milliseconds instead of a model load per process), recorded stdin JSON, and fake ``claude`` /
+``codex`` executables first on PATH (tests/fixtures/hooks/hookkit.py). Outputs are pinned by golden
+files in tests/fixtures/hooks/golden (``MEMSEARCH_UPDATE_GOLDEN=1`` rewrites them for review).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "hooks"))
+
+import hookkit
+from hookkit import (
+    CLAUDE_SESSION,
+    CLAUDE_SESSION_ID,
+    CODEX_ROLLOUT,
+    CODEX_SESSION_ID,
+    CODEX_TURN_ID,
+    HookEnv,
+    Store,
+    check_golden,
+    hook_json,
+    load_stdin,
+    normalize_times,
+    substitute,
+    wait_for,
+)
+
+import memsearch
+from fake_llm_server import FakeLLMServer, fake_llm
+from memsearch.prompts import load_prompt
+
+pytestmark = pytest.mark.model
+
+CLAUDE_TURN = "a1f0c6d2-0007-4000-8000-000000000007"
+NO_HOOKS = json.dumps({"disableAllHooks": True})
+__all__ = ["fake_llm"]  # the fixture, used by name
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    served = hookkit.start_store(tmp_path_factory.mktemp("hookstore"))
+    try:
+        yield served
+    finally:
+        hookkit.stop_store(served)
+
+
+@pytest.fixture
+def hk(tmp_path: Path, store: Store) -> Iterator[HookEnv]:
+    world = HookEnv(tmp_path / "t", store)
+    try:
+        yield world
+    finally:
+        world.cleanup()
+
+
+def claude_transcript(hk: HookEnv, source: Path = CLAUDE_SESSION, session: str = CLAUDE_SESSION_ID) -> Path:
+    """The fixture session where Claude Code keeps it: a file named after the session."""
+    target = hk.root / "claude-projects" / f"{session}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return target
+
+
+def claude_stop_stdin(hk: HookEnv, transcript: Path) -> str:
+    return load_stdin("claude-stop.json", TRANSCRIPT=str(transcript), CWD=str(hk.project))
+
+
+def codex_rollout(hk: HookEnv, source: Path = CODEX_ROLLOUT) -> Path:
+    target = hk.root / "codex-sessions" / f"rollout-2026-03-25T10-00-00-{CODEX_SESSION_ID}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return target
+
+
+def start_hook(hk: HookEnv, platform: str, event: str, stdin: str) -> subprocess.Popen[str]:
+    """A hook process running in the background, its stdin written and closed at once (as a host
+    does; a hook gives up waiting for stdin after 2 s)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsearch", "hook", platform, event],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=hk.project,
+        env=hk.env(),
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    proc.stdin = None  # so communicate() only collects the output
+    return proc
+
+
+def session_start_subs(hk: HookEnv, collection: str) -> dict[str, str]:
+    assert hk.store is not None
+    return {"VERSION": memsearch.__version__, "URI": hk.store.uri, "COLLECTION": collection}
+
+
+def summary_input(call: dict[str, object]) -> str:
+    """What a fake agent was asked to summarise: the text after the prompt's ``Transcript:`` label."""
+    stdin = str(call["stdin"])
+    _prompt, sep, turn = stdin.partition("\n\nTranscript:\n")
+    assert sep, stdin
+    return turn
+
+
+# --- session start ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("platform", ["claude-code", "codex"])
+def test_session_start_injects_recent_memory_with_real_newlines(hk: HookEnv, platform: str) -> None:
+    hk.copy_memory()
+    stdin = load_stdin(
+        f"{'claude' if platform == 'claude-code' else 'codex'}-session-start.json",
+        TRANSCRIPT="",
+        CWD=str(hk.project),
+    )
+    proc = hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1")
+    out = hook_json(proc)
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "\n## 2026-03-25.md\n" in context and "\\n" not in context  # real newlines (§12.1)
+    assert context.index("2026-03-25.md") < context.index("2026-03-24.md")  # newest first
+    assert "2026-03-20" not in context and "Team notes" not in context  # only the 2 newest journals
+    assert "<!--" not in context and "typed by hand" not in context  # bullets and headings only
+    assert "## Session 17:40" not in context  # a stub heading without bullets is dropped
+    assert "### 08:55" in context  # ### lines kept (the original lost them under mawk, §12.2)
+    subs = session_start_subs(hk, hk.collection(platform))
+    check_golden(f"{platform}-session-start.json", substitute(proc.stdout, subs))  # the exact bytes
+    assert not list(hk.memory_dir.glob(f"{time.strftime('%Y-%m-%d')}.md"))  # nothing written
+
+
+def test_session_start_without_memory_only_reports_status(hk: HookEnv) -> None:
+    out = hook_json(hk.hook("claude-code", "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
+    assert set(out) == {"systemMessage"}
+    assert out["systemMessage"].startswith(f"[memsearch v{memsearch.__version__}] embedding: onnx/")
+    assert f"collection: {hk.collection()}" in out["systemMessage"]
+    assert hk.memory_dir.is_dir() and not list(hk.memory_dir.iterdir())
+
+
+def test_session_start_is_fast_and_never_loads_the_store_or_model(hk: HookEnv) -> None:
+    hk.memory_dir.mkdir(parents=True)
+    for i in range(3000):  # eight years of daily journals
+        day = f"{2018 + i // 365:04d}-{(i // 28) % 12 + 1:02d}-{i % 28 + 1:02d}"
+        (hk.memory_dir / f"{day}.md").write_text(f"\n## Session 10:00\n\n### 10:00\n- Entry {i}.\n")
+    stdin = load_stdin("claude-session-start.json", TRANSCRIPT="", CWD=str(hk.project))
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        out = hook_json(hk.hook("claude-code", "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
+        timings.append(time.perf_counter() - start)
+    assert "- Entry" in out["hookSpecificOutput"]["additionalContext"]
+    median = sorted(timings)[1]
+    print(f"session-start with 3000 journals: median {median * 1000:.0f} ms")
+    assert median < 1.0
+    traced = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memsearch", "hook", "claude-code", "session-start"],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=hk.project,
+        env=hk.env(MEMSEARCH_NO_WATCH="1"),
+    )
+    imported = {
+        line.split("|")[-1].strip().split(".")[0] for line in traced.stderr.splitlines() if "|" in line
+    }
+    assert "memsearch" in imported
+    assert not imported & {"pymilvus", "onnxruntime", "openai", "numpy"}
+
+
+def test_session_start_reports_missing_key_and_starts_nothing(hk: HookEnv) -> None:
+    hk.write_config('[embedding]\nprovider = "openai"\n')
+    out = hook_json(hk.hook("claude-code", "session-start", "{}"))
+    assert "ERROR: OPENAI_API_KEY not set — memory search disabled" in out["systemMessage"]
+    assert "hookSpecificOutput" not in out
+    assert not (hk.memsearch_dir / ".watch.pid").exists()
+
+
+def test_session_start_reports_bad_config_and_stale_index(hk: HookEnv) -> None:
+    (hk.home / ".memsearch" / "config.toml").write_text("[milvus\nuri = ", encoding="utf-8")
+    proc = hk.hook("claude-code", "session-start", "{}", MEMSEARCH_NO_WATCH="1")
+    out = hook_json(proc)
+    assert out["systemMessage"].startswith("[memsearch] Error: ")
+    assert "config.toml" in out["systemMessage"]
+    hk.write_config()
+    hk.memsearch_dir.mkdir(parents=True)
+    (hk.memsearch_dir / ".index-state.json").write_text('{"status": "degraded"}')
+    out = hook_json(hk.hook("claude-code", "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
+    assert out["systemMessage"].endswith(
+        " | WARNING: memory index may be stale; run the memory-config skill to diagnose"
+    )
+
+
+# --- prompt submit ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("platform", ["claude-code", "codex"])
+def test_prompt_submit_hints_the_model_only_when_there_is_memory(hk: HookEnv, platform: str) -> None:
+    name = "claude" if platform == "claude-code" else "codex"
+    stdin = load_stdin(f"{name}-prompt-submit.json", TRANSCRIPT="/nowhere.jsonl", CWD=str(hk.project))
+    assert hook_json(hk.hook(platform, "prompt-submit", stdin)) == {}  # no memory yet
+    hk.copy_memory()
+    short = json.dumps({"prompt": "ok go on", "cwd": str(hk.project)})
+    assert hook_json(hk.hook(platform, "prompt-submit", short)) == {}
+    proc = hk.hook(platform, "prompt-submit", stdin)
+    assert "systemMessage" not in hook_json(proc)  # the hint is for the model, not the user (§12.4)
+    check_golden(f"{platform}-prompt-submit.json", proc.stdout)
+
+
+def test_prompt_submit_auto_injects_the_best_hits(hk: HookEnv) -> None:
+    hk.copy_memory()
+    collection = hk.collection()
+    indexed = hk.memsearch("index", str(hk.memory_dir), "--collection", collection)
+    assert indexed.returncode == 0, indexed.stderr
+    for key, value in (("auto_inject", "true"), ("top_k", "2")):  # the documented commands
+        assert (
+            hk.memsearch("config", "set", f"plugins.claude-code.prompt_recall.{key}", value).returncode == 0
+        )
+    stdin = json.dumps({"prompt": "which PDF renderer version did we pin?", "cwd": str(hk.project)})
+    context = hook_json(hk.hook("claude-code", "prompt-submit", stdin))["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    assert context.startswith("[memsearch] Notes from past sessions")
+    hits = [line for line in context.splitlines() if line.startswith("- [")]
+    assert len(hits) == 2
+    assert "weasyprint" in context and "chunk_hash " in context
+    assert f"--collection {collection}" in context
+
+
+# --- stop: capture, summarise, journal --------------------------------------------------------
+
+
+def test_claude_stop_summarises_with_claude_p_and_writes_the_journal(hk: HookEnv) -> None:
+    transcript = claude_transcript(hk)
+    proc = hk.hook("claude-code", "stop", claude_stop_stdin(hk, transcript), CLAUDECODE="1")
+    assert hook_json(proc) == {}
+    (call,) = hk.agent_calls()
+    assert call["argv"] == [
+        "-p",
+        "--strict-mcp-config",
+        "--tools",
+        "",
+        "--model",
+        "haiku",
+        "--no-session-persistence",
+        "--no-chrome",
+        "--settings",
+        NO_HOOKS,
+    ]
+    assert call["env"] == {"MEMSEARCH_DISABLE": "1", "MEMSEARCH_NO_WATCH": "1", "CLAUDECODE": None}
+    assert Path(str(call["cwd"])).resolve() != hk.project.resolve()  # no project hooks or CLAUDE.md
+    assert str(call["stdin"]).startswith(load_prompt("summarize", agent_name="Claude Code"))
+    check_golden("claude-code-summary-input.txt", summary_input(call))
+    journal = hk.journal()
+    assert "SECRET-TOOL-OUTPUT" not in journal + str(call["stdin"])  # tool output never travels
+    check_golden(
+        "claude-code-journal.md", normalize_times(substitute(journal, {"TRANSCRIPT": str(transcript)}))
+    )
+    assert len(list(hk.memory_dir.iterdir())) == 1
+    assert json.loads((hk.memsearch_dir / ".index-state.json").read_text())["status"] == "ok"
+
+
+def test_claude_stop_uses_safe_mode_when_claude_has_it(hk: HookEnv) -> None:
+    transcript = claude_transcript(hk)
+    help_text = "Usage: claude\n  --safe-mode  no hooks or plugins\n"
+    hook_json(hk.hook("claude-code", "stop", claude_stop_stdin(hk, transcript), FAKE_CLAUDE_HELP=help_text))
+    (call,) = hk.agent_calls()
+    assert call["argv"][:2] == ["-p", "--safe-mode"]
+    assert "--settings" not in call["argv"]  # not advertised by this release: not passed
+
+
+def test_repeated_stop_for_the_same_turn_writes_one_entry(hk: HookEnv) -> None:
+    stdin = claude_stop_stdin(hk, claude_transcript(hk))
+    racers = [start_hook(hk, "claude-code", "stop", stdin) for _ in range(3)]
+    for proc in racers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and out.strip() == "{}", err
+    calls = len(hk.agent_calls())
+    hook_json(hk.hook("claude-code", "stop", stdin))
+    journal = hk.journal()
+    assert journal.count("### ") == 1
+    assert journal.count(f"turn:{CLAUDE_TURN}") == 1
+    assert len(hk.agent_calls()) == calls  # the repeat was recognised before paying for a summary
+
+
+@pytest.mark.parametrize("mode", ["fail", "empty", "missing"])
+def test_stop_falls_back_to_a_plain_extract(hk: HookEnv, mode: str) -> None:
+    transcript = claude_transcript(hk)
+    extra = {"PATH": hookkit.SYSTEM_PATH} if mode == "missing" else {"FAKE_AGENT_MODE": mode}
+    proc = hk.hook("claude-code", "stop", claude_stop_stdin(hk, transcript), **extra)
+    assert hook_json(proc) == {}
+    assert "wrote a plain extract" in proc.stderr
+    bullets = [line for line in hk.journal().splitlines() if line.startswith("- ")]
+    assert bullets == [
+        "- User asked: Switch totals.py to Decimal with per-line rounding and run the billing tests.",
+        "- Claude Code: Totals now use Decimal with per-line rounding; 41 billing tests pass, test_pdf "
+        "needed its expected value updated to 10.07.",
+    ]
+
+
+def test_stop_keeps_only_bullet_lines_of_a_chatty_answer(hk: HookEnv) -> None:
+    hook_json(
+        hk.hook("claude-code", "stop", claude_stop_stdin(hk, claude_transcript(hk)), FAKE_AGENT_MODE="chatty")
+    )
+    journal = hk.journal()
+    assert "Sure!" not in journal and "Not a heading" not in journal and "Let me know" not in journal
+    assert journal.count("\n- ") == 2
+
+
+def test_stop_uses_the_configured_provider_first(hk: HookEnv, fake_llm: FakeLLMServer) -> None:
+    hk.write_config(
+        '[plugins.claude-code.summarize]\nprovider = "team"\n\n'
+        '[llm.providers.team]\ntype = "openai-compatible"\nmodel = "notes-1"\n'
+        f'base_url = "{fake_llm.url}/v1"\n'
+    )
+    fake_llm.reply("- User asked for Decimal totals.\n- The provider wrote these notes.")
+    stdin = claude_stop_stdin(hk, claude_transcript(hk))
+    hook_json(hk.hook("claude-code", "stop", stdin))
+    assert "- The provider wrote these notes." in hk.journal()
+    assert hk.agent_calls() == []  # the host CLI was not needed
+    (request,) = fake_llm.requests
+    assert request.body["model"] == "notes-1"
+    assert "[User]: Switch totals.py to Decimal" in request.prompt
+    # The provider failing: the host's own summariser takes over.
+    fake_llm.fail(500)
+    (hk.memory_dir / f"{time.strftime('%Y-%m-%d')}.md").unlink()
+    proc = hk.hook("claude-code", "stop", stdin)
+    assert "summary provider failed" in proc.stderr
+    assert "- Claude Code changed the code and ran the tests." in hk.journal()
+
+
+def test_stop_does_nothing_when_there_is_nothing_to_record(hk: HookEnv) -> None:
+    transcript = claude_transcript(hk)
+    active = json.dumps(
+        {"transcript_path": str(transcript), "stop_hook_active": True, "cwd": str(hk.project)}
+    )
+    assert hook_json(hk.hook("claude-code", "stop", active)) == {}
+    missing = json.dumps({"transcript_path": str(hk.root / "gone.jsonl"), "cwd": str(hk.project)})
+    assert hook_json(hk.hook("claude-code", "stop", missing)) == {}
+    only_system = hk.root / "system-only.jsonl"
+    only_system.write_text('{"type":"system","message":{"content":"start"}}\n')
+    empty_turn = json.dumps({"transcript_path": str(only_system), "cwd": str(hk.project)})
+    assert hook_json(hk.hook("claude-code", "stop", empty_turn)) == {}
+    for garbage in ("", "not json at all", "[1, 2]"):
+        proc = hk.hook("claude-code", "stop", garbage)
+        assert hook_json(proc) == {}
+        assert garbage == "" or "ignored it" in proc.stderr
+    hk.write_config("[plugins.claude-code.summarize]\nenabled = false\n")
+    assert hook_json(hk.hook("claude-code", "stop", claude_stop_stdin(hk, transcript))) == {}
+    assert hk.journal() == "" and hk.agent_calls() == []
+
+
+def test_nested_agent_never_reenters_the_plugin(hk: HookEnv) -> None:
+    stdin = claude_stop_stdin(hk, claude_transcript(hk))
+    proc = hk.hook(
+        "claude-code",
+        "stop",
+        stdin,
+        FAKE_AGENT_MODE="reenter",
+        FAKE_REENTER_PLATFORM="claude-code",
+        FAKE_REENTER_STDIN=stdin,
+    )
+    assert hook_json(proc) == {}
+    (call,) = hk.agent_calls()
+    assert call["nested_stdout"].strip() == "{}"
+    assert hk.journal().count("### ") == 1
+
+
+def test_disable_answers_at_once_without_reading_stdin(hk: HookEnv) -> None:
+    for platform, event in (("claude-code", "session-start"), ("claude-code", "stop"), ("codex", "stop")):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memsearch", "hook", platform, event],
+            stdin=subprocess.PIPE,  # left open, like a host that never closes the pipe
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=hk.project,
+            env=hk.env(MEMSEARCH_DISABLE="1"),
+        )
+        start = time.perf_counter()
+        out = proc.stdout.readline() if proc.stdout else ""
+        proc.wait(timeout=10)
+        assert out.strip() == "{}"
+        assert time.perf_counter() - start < 1.5  # well under the 2 s stdin deadline
+        if proc.stdin:
+            proc.stdin.close()
+        if proc.stdout:
+            proc.stdout.close()
+    assert not hk.memsearch_dir.exists()
+
+
+def test_stdin_left_open_by_the_host_does_not_hang(hk: HookEnv) -> None:
+    hk.copy_memory()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsearch", "hook", "claude-code", "prompt-submit"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=hk.project,
+        env=hk.env(),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({"prompt": "what did we pin for the PDF renderer?", "cwd": str(hk.project)}))
+    proc.stdin.flush()  # the JSON is complete but the pipe stays open
+    out = proc.stdout.readline()
+    proc.wait(timeout=10)
+    proc.stdin.close()
+    proc.stdout.close()
+    assert "additionalContext" in json.loads(out)["hookSpecificOutput"]
+
+
+def test_unknown_platform_or_event_is_a_clear_error(hk: HookEnv) -> None:
+    proc = hk.hook("cursor", "stop", "{}")
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip() == "Error: unknown platform 'cursor'. Hint: valid platforms: claude-code, codex"
+    )
+    proc = hk.hook("codex", "session-end", "{}")
+    assert proc.returncode == 2
+    assert "codex has no hook event 'session-end'" in proc.stderr
+    assert hook_json(hk.hook("claude-code", "UserPromptSubmit", "{}")) == {}  # host spelling accepted
+
+
+def test_index_failure_keeps_the_journal_entry(tmp_path: Path) -> None:
+    world = HookEnv(tmp_path / "t", None)  # no service: the hook opens the store itself
+    try:
+        blocker = world.root / "direct"
+        blocker.write_text("a file where the database folder should be")
+        proc = world.hook("claude-code", "stop", claude_stop_stdin(world, claude_transcript(world)))
+        assert hook_json(proc) == {}
+        assert "journal entry saved but not indexed" in proc.stderr
+        assert f"turn:{CLAUDE_TURN}" in world.journal()
+        assert json.loads((world.memsearch_dir / ".index-state.json").read_text())["status"] == "error"
+    finally:
+        world.cleanup()
+
+
+# --- Codex ------------------------------------------------------------------------------------
+
+
+def test_codex_stop_summarises_with_codex_exec(hk: HookEnv) -> None:
+    rollout = codex_rollout(hk)
+    stdin = load_stdin("codex-stop.json", TRANSCRIPT=str(rollout), CWD=str(hk.project))
+    assert hook_json(hk.hook("codex", "stop", stdin, MEMSEARCH_HOOK_SYNC="1")) == {}
+    (call,) = hk.agent_calls()
+    argv = call["argv"]
+    out_file = argv[argv.index("-o") + 1]
+    assert argv == [
+        "exec",
+        "--ephemeral",
+        "--skip-git-repo-check",
+        "-s",
+        "read-only",
+        "-c",
+        "features.hooks=false",
+        "-c",
+        'model_reasoning_effort="low"',
+        "-m",
+        "gpt-5.1-codex-mini",
+        "-o",
+        out_file,
+        "-",
+    ]
+    assert call["env"]["MEMSEARCH_DISABLE"] == "1"
+    assert str(call["stdin"]).startswith(load_prompt("summarize", agent_name="Codex"))
+    check_golden("codex-summary-input.txt", summary_input(call))
+    journal = hk.journal()
+    assert "codex: thinking" not in journal and "SECRET-TOOL-OUTPUT" not in journal
+    check_golden("codex-journal.md", normalize_times(substitute(journal, {"ROLLOUT": str(rollout)})))
+    hook_json(hk.hook("codex", "stop", stdin, MEMSEARCH_HOOK_SYNC="1"))  # repeated Stop
+    assert hk.journal().count("### ") == 1
+
+
+def test_codex_stop_without_a_rollout_uses_history(hk: HookEnv) -> None:
+    codex_home = hk.home / ".codex"
+    codex_home.mkdir()
+    history = [
+        {"session_id": "other", "ts": 1, "text": "unrelated question"},
+        {"session_id": CODEX_SESSION_ID, "ts": 2, "text": "Make the CSV exporter quote every field"},
+    ]
+    (codex_home / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
+    stdin = load_stdin("codex-stop.json", TRANSCRIPT="", CWD=str(hk.project)).replace('""', "null", 1)
+    assert json.loads(stdin)["transcript_path"] is None
+    hook_json(hk.hook("codex", "stop", stdin, MEMSEARCH_HOOK_SYNC="1", PATH=hookkit.SYSTEM_PATH))
+    journal = hk.journal()
+    assert f"<!-- session:{CODEX_SESSION_ID} rollout: turn_id:{CODEX_TURN_ID} -->" in journal
+    assert "- User asked: Make the CSV exporter quote every field" in journal
+    assert "- Codex: The exporter now passes quoting=csv.QUOTE_ALL" in journal
+
+
+# --- end to end: capture → search → expand → transcript ---------------------------------------
+
+
+def test_claude_code_end_to_end(hk: HookEnv) -> None:
+    transcript = claude_transcript(hk)
+    hook_json(hk.hook("claude-code", "stop", claude_stop_stdin(hk, transcript)))
+    collection = hk.collection()
+    found = hk.memsearch(
+        "search", "Decimal totals changed code tests", "-j", "-k", "3", "--collection", collection
+    )
+    assert found.returncode == 0, found.stderr
+    (hit,) = [h for h in json.loads(found.stdout) if "Switch totals.py" in h["content"]]
+    assert hit["source"].startswith(str(hk.memory_dir))
+    expanded = hk.memsearch("expand", hit["chunk_hash"], "-j", "--collection", collection)
+    assert expanded.returncode == 0, expanded.stderr
+    anchor = json.loads(expanded.stdout)["anchor"]
+    assert anchor == {"session": CLAUDE_SESSION_ID, "turn": CLAUDE_TURN, "transcript": str(transcript)}
+    shown = hk.memsearch("transcript", anchor["transcript"], "--turn", anchor["turn"], "--context", "1", "-j")
+    assert shown.returncode == 0, shown.stderr
+    turns = json.loads(shown.stdout)
+    assert any(
+        t["uuid"] == CLAUDE_TURN and t["text"].startswith("Switch totals.py to Decimal") for t in turns
+    )
+
+
+def test_codex_end_to_end_with_the_detached_worker(hk: HookEnv) -> None:
+    rollout = codex_rollout(hk)
+    stdin = load_stdin("codex-stop.json", TRANSCRIPT=str(rollout), CWD=str(hk.project))
+    start = time.perf_counter()
+    assert hook_json(hk.hook("codex", "stop", stdin)) == {}
+    print(f"codex stop returned after {(time.perf_counter() - start) * 1000:.0f} ms (worker detached)")
+    collection = hk.collection("codex")
+
+    def found() -> list[dict[str, object]]:
+        proc = hk.memsearch("search", "CSV exporter quote every field", "-j", "--collection", collection)
+        hits = json.loads(proc.stdout) if proc.returncode == 0 else []
+        return [h for h in hits if f"turn_id:{CODEX_TURN_ID}" in str(h["content"])]
+
+    (hit,) = wait_for(found, timeout=60, interval=0.3)
+    expanded = hk.memsearch("expand", str(hit["chunk_hash"]), "-j", "--collection", collection)
+    anchor = json.loads(expanded.stdout)["anchor"]
+    assert anchor == {"session": CODEX_SESSION_ID, "rollout": str(rollout)}
+    shown = hk.memsearch("transcript", anchor["rollout"], "--turn", CODEX_TURN_ID, "-j")
+    assert shown.returncode == 0, shown.stderr
+    assert any(t["text"] == "Make the CSV exporter quote every field" for t in json.loads(shown.stdout))
+    assert not (hk.memsearch_dir / ".worker.log").read_text().strip()  # the worker reported no problem
+
+
+def test_codex_session_start_indexes_in_the_background(hk: HookEnv) -> None:
+    hk.copy_memory()
+    stdin = load_stdin("codex-session-start.json", TRANSCRIPT="", CWD=str(hk.project))
+    hook_json(hk.hook("codex", "session-start", stdin))
+    from memsearch.hooks import processes
+
+    pid = processes.read_pid(hk.memsearch_dir / processes.INDEX_PID)
+    assert pid is not None
+    tail = ["memsearch", "index", str(hk.memory_dir)]
+    wait_for(lambda: not processes.is_running(pid, tail), timeout=60)
+    assert "Indexed" in (hk.memsearch_dir / ".index.log").read_text()
+    found = hk.memsearch(
+        "search", "PDF renderer version pinned", "-j", "--collection", hk.collection("codex")
+    )
+    assert "weasyprint" in found.stdout
+
+
+# --- the watch a Claude Code session keeps ----------------------------------------------------
+
+
+def test_watch_is_shared_by_sessions_and_only_ours_is_stopped(hk: HookEnv) -> None:
+    from memsearch.hooks import processes
+
+    def start(session: str) -> None:
+        hook_json(
+            hk.hook(
+                "claude-code", "session-start", json.dumps({"session_id": session, "cwd": str(hk.project)})
+            )
+        )
+
+    def end(session: str) -> None:
+        hook_json(
+            hk.hook("claude-code", "session-end", json.dumps({"session_id": session, "cwd": str(hk.project)}))
+        )
+
+    tail = ["memsearch", "watch", str(hk.memory_dir)]
+    start("session-a")
+    pid = processes.read_pid(hk.memsearch_dir / processes.WATCH_PID)
+    assert pid is not None and processes.is_running(pid, tail)
+    wait_for(lambda: "Watching" in (hk.memsearch_dir / ".watch.log").read_text(), timeout=60)
+    start("session-b")
+    assert processes.read_pid(hk.memsearch_dir / processes.WATCH_PID) == pid  # reused, not restarted
+    end("session-a")
+    assert processes.is_running(pid, tail)  # session b still uses it
+    end("session-b")
+    wait_for(lambda: not processes.is_running(pid, tail), timeout=10)
+    assert not (hk.memsearch_dir / processes.WATCH_PID).exists()
+
+    # A pid file naming a process that is not our watch (a recycled pid): never signalled.
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        (hk.memsearch_dir / processes.WATCH_PID).write_text(f"{stranger.pid}\n")
+        (hk.memsearch_dir / processes.WATCH_SESSIONS).write_text("session-c\n")
+        end("session-c")
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+# --- user text is data, never code ------------------------------------------------------------
+
+HOSTILE = (
+    "Run $(touch {marker}) and `touch {marker}` then say \"done\" 'ok' $HOME\nsecond line; rm -rf nothing"
+)
+
+
+@pytest.mark.parametrize("platform", ["claude-code", "codex"])
+@pytest.mark.parametrize("summariser", ["agent", "extract"])
+def test_shell_metacharacters_in_a_message_are_stored_as_text(
+    hk: HookEnv, tmp_path: Path, platform: str, summariser: str
+) -> None:
+    marker = tmp_path / f"pwned-{platform}-{summariser}"
+    message = HOSTILE.format(marker=marker)
+    if platform == "claude-code":
+        lines = [
+            {"type": "user", "uuid": "evil-1", "message": {"role": "user", "content": message}},
+            {
+                "type": "assistant",
+                "uuid": "evil-2",
+                "message": {
+                    "id": "m",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "I will not run that."}],
+                },
+            },
+        ]
+        source = hk.root / "evil.jsonl"
+        source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        stdin = claude_stop_stdin(hk, claude_transcript(hk, source, "evil-session"))
+    else:
+        lines = [
+            {
+                "timestamp": "t",
+                "type": "event_msg",
+                "payload": {"type": "task_started", "turn_id": "evil-turn"},
+            },
+            {"timestamp": "t", "type": "event_msg", "payload": {"type": "user_message", "message": message}},
+            {
+                "timestamp": "t",
+                "type": "event_msg",
+                "payload": {"type": "agent_message", "message": "I will not run that."},
+            },
+        ]
+        source = hk.root / "evil-rollout.jsonl"
+        source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        stdin = json.dumps(
+            {
+                "session_id": "evil-session",
+                "turn_id": "evil-turn",
+                "transcript_path": str(source),
+                "cwd": str(hk.project),
+                "last_assistant_message": "I will not run that.",
+            }
+        )
+    extra = {"PATH": hookkit.SYSTEM_PATH} if summariser == "extract" else {}
+    proc = hk.hook(platform, "stop", stdin, MEMSEARCH_HOOK_SYNC="1", **extra)
+    assert hook_json(proc) == {}
+    assert not marker.exists()
+    journal = hk.journal()
+    first_line = f"- User asked: Run $(touch {marker}) and `touch {marker}` then say \"done\" 'ok' $HOME"
+    assert first_line in journal  # quotes, backticks and $ kept as typed
+    if summariser == "extract":
+        assert first_line + " second line; rm -rf nothing\n" in journal  # newline folded, one bullet
+    else:
+        (call,) = hk.agent_calls()
+        assert f"[User]: {message}" in str(call["stdin"])  # the newline arrived as a newline
+    assert not marker.exists()
+
+
+# --- many writers at once ---------------------------------------------------------------------
+
+_WRITER = r"""
+import sys, threading
+from memsearch.journal import JournalEntry, append_entry
+memory, proc, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+barrier = threading.Barrier(threads)
+def write(t):
+    barrier.wait()
+    session = f"s{(proc * threads + t) % 7}"
+    entry = JournalEntry(
+        [f"- entry p{proc} t{t} " + "x" * 600 + " end", f"- second bullet of p{proc} t{t}"],
+        {"session": session, "turn": f"p{proc}-t{t}", "transcript": f"/tmp/{session}.jsonl"},
+        ("session", "turn"),
+    )
+    assert append_entry(memory, entry).written
+workers = [threading.Thread(target=write, args=(t,)) for t in range(threads)]
+for w in workers: w.start()
+for w in workers: w.join()
+"""
+
+
+def test_one_hundred_concurrent_captures_stay_intact(hk: HookEnv) -> None:
+    from memsearch.journal import parse_anchor_fields
+
+    processes_, threads, hooks = 4, 24, 4
+    stdins = []
+    for i in range(hooks):
+        source = hk.root / f"src-{i}.jsonl"
+        text = CLAUDE_SESSION.read_text().replace(CLAUDE_TURN, f"hook-turn-{i}")
+        source.write_text(text)
+        stdins.append(claude_stop_stdin(hk, claude_transcript(hk, source, f"hook-session-{i}")))
+    hk.memory_dir.mkdir(parents=True)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(hk.memory_dir), str(p), str(threads)], env=hk.env()
+        )
+        for p in range(processes_)
+    ]
+    stops = [start_hook(hk, "claude-code", "stop", stdin) for stdin in stdins]
+    for proc in stops:
+        out, err = proc.communicate(timeout=120)
+        assert out.strip() == "{}", err
+    for proc in writers:
+        assert proc.wait(timeout=120) == 0
+    journal = hk.journal()
+    entries = journal.split("\n### ")[1:]
+    assert len(entries) == processes_ * threads + hooks == 100
+    keys = set()
+    for entry in entries:
+        stamp, anchor, *bullets = entry.split("\n## Session ")[0].strip("\n").split("\n")
+        fields = parse_anchor_fields(anchor)
+        assert fields is not None and len(stamp) == 5, entry
+        keys.add((fields["session"], fields["turn"]))
+        if fields["turn"].startswith("p"):
+            proc_id, thread_id = fields["turn"][1:].split("-t")
+            assert bullets == [
+                f"- entry p{proc_id} t{thread_id} " + "x" * 600 + " end",
+                f"- second bullet of p{proc_id} t{thread_id}",
+            ]
+        else:
+            assert bullets[0].startswith("- User asked: Switch totals.py to Decimal with per-line rounding")
+    assert len(keys) == 100
+    for section in journal.split("\n## Session ")[1:]:  # a section never mixes sessions
+        sessions = {f["session"] for line in section.splitlines() if (f := parse_anchor_fields(line))}
+        assert len(sessions) == 1, section
