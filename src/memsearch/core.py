@@ -278,12 +278,15 @@ class MemSearch:
     async def search(
         self, query: str, *, top_k: int = 10, source_prefix: str | None = None
     ) -> list[dict[str, Any]]:
-        """Hybrid search (dense + BM25, fused by RRF); results sorted by descending score.
+        """Hybrid search (dense + BM25, fused by weighted RRF); results sorted by descending score.
+
+        The fusion leans towards BM25 for CJK queries and towards the dense leg otherwise
+        (``store.hybrid_weights``); rank 1 in both lists still scores 1.0.
 
         With a reranker model configured, ``3 x top_k`` hybrid candidates are rescored by the
         cross-encoder and the best ``top_k`` kept (scores become its probabilities).
         """
-        from memsearch.store import source_prefix_filter
+        from memsearch.store import hybrid_weights, source_prefix_filter
 
         if top_k < 1:
             from memsearch.errors import ConfigValueError
@@ -297,7 +300,9 @@ class MemSearch:
         embed_query = getattr(embedder, "embed_query", embedder.embed)
         vector = (await embed_query([query]))[0]
         fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
-        results = self.store.search(vector, query_text=query, top_k=fetch_k, filter_expr=filter_expr)
+        results = self.store.search(
+            vector, query_text=query, top_k=fetch_k, filter_expr=filter_expr, weights=hybrid_weights(query)
+        )
         if self._reranker_model and results:
             from memsearch.reranker import rerank_async
 
