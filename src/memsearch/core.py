@@ -8,6 +8,7 @@ the embedding model are created on first use, so an ``index`` of an unchanged fo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -298,9 +299,15 @@ class MemSearch:
             filter_expr = source_prefix_filter(prefix)
         embedder = self.embedder
         embed_query = getattr(embedder, "embed_query", embedder.embed)
+        opening = None
+        if self._store is None:
+            # A cold start (one CLI search): open the store (pymilvus import, Milvus Lite start) in a
+            # thread while the model loads and embeds the query; the two costs overlap on 2 cores.
+            opening = asyncio.get_running_loop().run_in_executor(None, lambda: self.store)
         vector = (await embed_query([query]))[0]
+        store = await opening if opening is not None else self.store
         fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
-        results = self.store.search(
+        results = store.search(
             vector, query_text=query, top_k=fetch_k, filter_expr=filter_expr, weights=hybrid_weights(query)
         )
         if self._reranker_model and results:
