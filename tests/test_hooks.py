@@ -426,7 +426,8 @@ def test_unknown_platform_or_event_is_a_clear_error(hk: HookEnv) -> None:
     proc = hk.hook("cursor", "stop", "{}")
     assert proc.returncode == 2
     assert (
-        proc.stderr.strip() == "Error: unknown platform 'cursor'. Hint: valid platforms: claude-code, codex"
+        proc.stderr.strip()
+        == "Error: unknown platform 'cursor'. Hint: valid platforms: claude-code, codex, openclaw, opencode"
     )
     proc = hk.hook("codex", "session-end", "{}")
     assert proc.returncode == 2

@@ -245,10 +245,20 @@ def _install(platform: Platform, options: Mapping[str, Any]) -> str:
 
 
 #: Commands for skills and installers: ``memsearch hook <platform> <action>``. They read no stdin.
+def _daemon(platform: Platform, options: Mapping[str, Any]) -> str:
+    """OpenCode's capture daemon for the current folder (runs until OpenCode exits)."""
+    if platform.name != "opencode":
+        raise HookUsageError("only the opencode platform has a capture daemon")
+    from memsearch.hooks.opencode_daemon import daemon_action
+
+    return daemon_action(platform, options)
+
+
 ACTIONS: dict[str, Callable[[Platform, Mapping[str, Any]], str]] = {
     "collection": _collection,
     "memory-dir": _memory_dir,
     "install": _install,
+    "daemon": _daemon,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memsearch.hooks import claude_code, codex
+from memsearch.hooks import claude_code, codex, openclaw, opencode
 from memsearch.hooks.base import Platform
 
 __all__ = ["PLATFORMS"]
@@ -11,4 +11,6 @@ __all__ = ["PLATFORMS"]
 PLATFORMS: dict[str, Platform] = {
     claude_code.PLATFORM.name: claude_code.PLATFORM,
     codex.PLATFORM.name: codex.PLATFORM,
+    openclaw.PLATFORM.name: openclaw.PLATFORM,
+    opencode.PLATFORM.name: opencode.PLATFORM,
 }
