@@ -35,6 +35,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,6 +266,9 @@ class FileWatcher:
             return self
         from watchdog.observers import Observer
 
+        # watchdog warns when a directory it already watches is registered again (a folder created
+        # and moved quickly); the watch carries on, so the warning is only noise on stderr.
+        warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
         self._plan()
         observer = Observer()
         handler = _make_handler(self)
