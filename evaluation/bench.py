@@ -156,7 +156,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     small = gen(args.gen, work / "c2k", args.chunks)
     qs = queries(args.gen, work / "c2k")
-    rows: list[tuple[str, str, str]] = []
+    rows = _Rows()
 
     def env_for(name: str) -> dict[str, str]:
         home = work / f"home-{name}"
@@ -263,6 +263,14 @@ def main() -> None:
     print("|---|---|---|")
     for name, value, target in rows:
         print(f"| {name} | {value} | {target} |")
+
+
+class _Rows(list):  # type: ignore[type-arg]
+    """The result table; each row is also printed to stderr as soon as it is measured."""
+
+    def append(self, row: tuple[str, str, str]) -> None:
+        print(f"  {row[0]}: {row[1]}", file=sys.stderr, flush=True)
+        super().append(row)
 
 
 def _wait_ready(uri: str, env: dict[str, str]) -> None:
