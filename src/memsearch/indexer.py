@@ -308,6 +308,8 @@ class Indexer:
             # Files whose new chunks are all in: drop their stale chunks and record them.
             stale_deleted = self._finish_files(store, work, manifest)
             manifest.save()
+        if embedded or stale_deleted or deleted:
+            store.flush()
         return IndexReport(
             embedded,
             len(files),
