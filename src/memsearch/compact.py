@@ -16,17 +16,16 @@ call itself (``memsearch.llm``) and the prompt texts (``memsearch.prompts``):
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import re
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from memsearch.errors import ConfigValueError, MemSearchError
+from memsearch.journal import exclusive
 from memsearch.llm import LLMSettings, summarize_text
 from memsearch.prompts import load_prompt
 
@@ -255,31 +254,6 @@ def daily_file(base: str | os.PathLike[str], day: dt.date) -> Path:
     return Path(base) / "memory" / f"{day.isoformat()}.md"
 
 
-@contextlib.contextmanager
-def _exclusive(fh: IO[bytes]) -> Iterator[None]:
-    """Hold an exclusive lock on an open file, so concurrent writers (another compact, an agent's
-    journal hook) take turns instead of interleaving their bytes."""
-    if sys.platform == "win32":
-        import msvcrt
-
-        # Lock the first byte (allowed past the end of the file); LK_LOCK retries for ~10 s.
-        fh.seek(0)
-        msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
-        try:
-            yield
-        finally:
-            fh.seek(0)
-            msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def append_section(path: str | os.PathLike[str], summary: str, day: dt.date) -> Path:
     """Append a ``## Memory Compact`` section holding ``summary`` to ``path`` (created if missing).
 
@@ -289,7 +263,7 @@ def append_section(path: str | os.PathLike[str], summary: str, day: dt.date) -> 
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "a+b") as fh, _exclusive(fh):
+    with open(target, "a+b") as fh, exclusive(fh):
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             lead = f"# {day.isoformat()}\n\n"

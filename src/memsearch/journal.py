@@ -221,8 +221,9 @@ def _current_section_sessions(text: str) -> tuple[bool, set[str]]:
 
 
 @contextlib.contextmanager
-def _exclusive(fh: IO[bytes]) -> Iterator[None]:
-    """Hold an exclusive lock on the open day file (released when the block ends)."""
+def exclusive(fh: IO[bytes]) -> Iterator[None]:
+    """Hold an exclusive lock on an open day file (released when the block ends), so concurrent
+    writers — hooks of several agents, ``compact`` — take turns instead of interleaving bytes."""
     if sys.platform == "win32":  # pragma: no cover - the plugins' hooks run on POSIX hosts
         import msvcrt
 
@@ -271,7 +272,7 @@ def append_entry(
         if _has_anchor(_read_text(previous), key):
             return AppendResult(path, False, previous)
     stamp = when.strftime("%H:%M")
-    with open(path, "a+b") as fh, _exclusive(fh):
+    with open(path, "a+b") as fh, exclusive(fh):
         fh.seek(0)
         text = fh.read().decode("utf-8", errors="replace")
         if key is not None and _has_anchor(text, key):
