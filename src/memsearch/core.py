@@ -8,7 +8,6 @@ the embedding model are created on first use, so an ``index`` of an unchanged fo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -301,6 +300,8 @@ class MemSearch:
         embed_query = getattr(embedder, "embed_query", embedder.embed)
         opening = None
         if self._store is None:
+            import asyncio  # here, not at module level: a routed CLI call never needs it
+
             # A cold start (one CLI search): open the store (pymilvus import, Milvus Lite start) in a
             # thread while the model loads and embeds the query; the two costs overlap on 2 cores.
             opening = asyncio.get_running_loop().run_in_executor(None, lambda: self.store)
