@@ -68,7 +68,7 @@ def compact(
     budget = DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
     # Through the memory service when one runs (it reads the chunks and indexes the new file);
     # the LLM is called from this process, with this process's keys and environment.
-    _, ms = open_memsearch(flags)
+    _, ms = open_memsearch(flags, cfg=cfg)
     try:
         result = asyncio.run(
             compact_memory(

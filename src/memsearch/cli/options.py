@@ -85,7 +85,11 @@ def resolve(flags: dict[str, Any]) -> MemSearchConfig:
 
 
 def open_memsearch(
-    flags: dict[str, Any], paths: Sequence[str] | None = None, **extra: Any
+    flags: dict[str, Any],
+    paths: Sequence[str] | None = None,
+    *,
+    cfg: MemSearchConfig | None = None,
+    **extra: Any,
 ) -> tuple[MemSearchConfig, MemSearch]:
     """Resolve config from flags; return the memory service's proxy when one is running for the
     store, else a ``MemSearch`` that opens the store directly. Both answer the same methods with
@@ -94,7 +98,7 @@ def open_memsearch(
     from memsearch.core import config_kwargs
     from memsearch.service import RemoteMemSearch, connect
 
-    cfg = resolve(flags)
+    cfg = cfg or resolve(flags)  # a command that already resolved its config passes it in
     settings = {**config_kwargs(cfg), **extra}
     client = connect(cfg.milvus.uri)
     if client is not None:

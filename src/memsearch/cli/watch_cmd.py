@@ -74,7 +74,7 @@ def watch(paths: tuple[str, ...], description: str | None, **flags: Any) -> None
         raise KeyboardInterrupt
 
     previous = {sig: signal.signal(sig, interrupt) for sig in STOP_SIGNALS}
-    session = _Session(state, cfg, len(paths))
+    session = _Session(state, cfg, paths)
     try:
         record_started(state, "watch", paths, cfg)
         while True:  # if the serving process goes away, take over (or join the next one)
@@ -120,10 +120,10 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
 class _Session:
     """Prints what the service streams for this watch, and keeps ``.index-state.json`` current."""
 
-    def __init__(self, state: Path | None, cfg: MemSearchConfig, n_paths: int) -> None:
+    def __init__(self, state: Path | None, cfg: MemSearchConfig, paths: tuple[str, ...]) -> None:
         self.state = state
         self.cfg = cfg
-        self.n_paths = n_paths
+        self.paths = paths
         self.started = False
         self.on_error = _error_recorder(state, cfg)
 
@@ -134,14 +134,14 @@ class _Session:
             from memsearch.index_state import record_error
 
             exc = error_from_payload(message.get("error") or {})
-            record_error(self.state, "watch", [], self.cfg, exc)
+            record_error(self.state, "watch", self.paths, self.cfg, exc)
             raise exc
         if message.get("ok") and not self.started:
             self._initial_report(message.get("result") or {})
         elif message.get("watching") and not self.started:
             self.started = True
             # Only now: a change made after this line is seen (scripts wait for it before editing).
-            click.echo(f"Watching {self.n_paths} path(s) for changes... (Ctrl+C to stop)")
+            click.echo(f"Watching {len(self.paths)} path(s) for changes... (Ctrl+C to stop)")
         elif "error" in message:
             self.on_error(
                 str(message.get("event")), error_from_payload(message["error"]), Path(message["path"])
@@ -156,7 +156,7 @@ class _Session:
         data["failed_files"] = tuple(IndexFailure(**f) for f in data.get("failed_files", ()))
         data["warnings"] = tuple(data.get("warnings", ()))
         report = IndexReport(**data)
-        record_report(self.state, "watch", [], self.cfg, report)
+        record_report(self.state, "watch", self.paths, self.cfg, report)
         for warning in report.warnings:
             click.echo(f"Warning: {warning}", err=True)
         for failure in report.failed_files:
