@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+from hash_embedder import DEFAULT_MODEL, HashEmbedder
 from memsearch import MemSearch
+from memsearch.embeddings import ProviderSpec, register_provider
+from memsearch.errors import EmbeddingError
 
 REFERENCE_KEYS = [
     "content",
@@ -38,12 +42,8 @@ def notes(tmp_path: Path) -> Path:
 
 
 def make(paths: list[Path], tmp_path: Path, **kw: object) -> MemSearch:
-    return MemSearch(
-        [str(p) for p in paths],
-        embedding_provider="hash",
-        milvus_uri=str(tmp_path / "m.db"),
-        **kw,  # type: ignore[arg-type]
-    )
+    settings: dict[str, object] = {"embedding_provider": "hash", "milvus_uri": str(tmp_path / "m.db"), **kw}
+    return MemSearch([str(p) for p in paths], **settings)  # type: ignore[arg-type]
 
 
 async def test_index_then_search_returns_reference_keys(notes: Path, tmp_path: Path) -> None:
@@ -177,3 +177,44 @@ async def test_chunk_ids_follow_the_reference_formula(notes: Path, tmp_path: Pat
         str(notes / "db.md"), chunk.start_line, chunk.end_line, chunk.content_hash, "hash-64"
     )
     assert hit["chunk_hash"] == expected
+
+
+class _FailingAfter(HashEmbedder):
+    """The hash embedder (same model name, so the same chunk IDs) failing from its Nth batch on."""
+
+    provider_name = "hash-failing"
+    fail_from: ClassVar[int | None] = None
+
+    async def _embed_batch(self, conn: object, texts: list[str], *, query: bool) -> list[list[float]]:
+        if self.fail_from is not None and self.calls >= self.fail_from:
+            raise EmbeddingError("the embedding service went away")
+        return await super()._embed_batch(conn, texts, query=query)
+
+
+async def test_embedding_failure_mid_run_keeps_what_was_stored_and_retries_the_rest(tmp_path: Path) -> None:
+    """Batches upserted while the next one embeds are kept; unfinished files are retried next run."""
+    register_provider(
+        ProviderSpec("hash-failing", _FailingAfter, DEFAULT_MODEL, None, frozenset({"model", "batch_size"}))
+    )
+    root = tmp_path / "many"
+    for n in range(12):  # 12 files x 20 sections = 240 chunks: four upsert steps of 64
+        text = "".join(f"## S{n}-{k}\n\ntopic {n} item {k} word{n}x{k}\n\n" for k in range(20))
+        write(root / f"f{n:02}.md", text)
+    _FailingAfter.fail_from = 9  # batches of 16: steps 1-2 embed, step 3 fails part-way
+    try:
+        with make([root], tmp_path, embedding_provider="hash-failing") as ms:
+            with pytest.raises(EmbeddingError, match="went away"):
+                await ms.index()
+            stored = ms.count()
+        assert stored == 128  # both finished steps are in, nothing of the failed one
+        _FailingAfter.fail_from = None
+        with make([root], tmp_path, embedding_provider="hash-failing") as ms:
+            report = await ms.index_with_report()
+            assert ms.count() == 240
+            # files completed before the failure were recorded and are not embedded again
+            assert 0 < report.indexed_chunks < 240
+            assert report.changed_files < 12
+            hits = await ms.search("word0x3", top_k=5)
+        assert "S0-3" in [h["heading"] for h in hits]
+    finally:
+        _FailingAfter.fail_from = None

@@ -6,6 +6,7 @@ behaviour (paths, the database lock) and unit-level helpers run once.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import subprocess
@@ -20,7 +21,8 @@ from typing import Any
 import pytest
 
 from memsearch import errors, store
-from memsearch.store import MilvusStore, escape_filter_value, resolve_uri, source_prefix_filter, truncate_utf8
+from memsearch.store import MilvusStore, escape_filter_value, source_prefix_filter, truncate_utf8
+from memsearch.uri import resolve_uri
 
 # The fixture lives in a plugin module; conftest may load it with pytest_plugins instead.
 from milvus_server import free_port
@@ -99,6 +101,22 @@ def test_import_does_not_load_pymilvus_or_jieba() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_lite_store_never_loads_pymilvus_or_grpc(tmp_path: Path) -> None:
+    """Milvus Lite is driven in-process (memsearch.lite): no pymilvus import, no gRPC server."""
+    code = (
+        "import sys\n"
+        "from memsearch.store import MilvusStore\n"
+        f"with MilvusStore({str(tmp_path / 'm.db')!r}, dimension=2) as s:\n"
+        "    s.upsert([{'chunk_hash': 'a', 'embedding': [1.0, 0.0], 'content': 'alpha', 'source': '/a.md',\n"
+        "               'heading': '', 'heading_level': 0, 'start_line': 1, 'end_line': 1}])\n"
+        "    s.flush()\n"
+        "    assert s.search([1.0, 0.0], query_text='alpha', top_k=1)[0]['chunk_hash'] == 'a'\n"
+        "print(sorted(m for m in ('pymilvus', 'grpc') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.parametrize(
@@ -205,10 +223,34 @@ def test_truncate_utf8_keeps_whole_characters() -> None:
 # --- schema, lifecycle ----------------------------------------------------------------------
 
 
-def test_schema(open_store: Callable[..., MilvusStore]) -> None:
+@contextlib.contextmanager
+def pymilvus_client(target: Target) -> Iterator[Any]:
+    """A pymilvus ``MilvusClient`` on the target: how the original memsearch opens the same store."""
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=target.uri)
+    try:
+        yield client
+    finally:
+        client.close()
+        if target.kind == "lite":
+            from milvus_lite.server_manager import server_manager_instance
+
+            server_manager_instance.release_server(str(Path(target.uri).resolve()))
+
+
+def test_schema_as_pymilvus_sees_it(open_store: Callable[..., MilvusStore], target: Target) -> None:
+    """The collection we create is the reference schema, read back through pymilvus (for Lite: a
+    database written in-process by memsearch opens with pymilvus, as the original opens it)."""
     opened = open_store()
-    client: Any = opened._client
-    info = client.describe_collection(opened.collection)
+    opened.close()
+    with pymilvus_client(target) as client:
+        _check_reference_schema(client, target.collection)
+        assert opened.analyzer == "jieba"
+
+
+def _check_reference_schema(client: Any, collection: str) -> None:
+    info = client.describe_collection(collection)
     fields = {f["name"]: f for f in info["fields"]}
     assert list(fields) == [
         "chunk_hash",
@@ -241,17 +283,56 @@ def test_schema(open_store: Callable[..., MilvusStore]) -> None:
     assert int(fields["embedding"]["params"]["dim"]) == DIM
     assert info["enable_dynamic_field"]
     assert "jieba" in str(fields["content"]["params"]["analyzer_params"])
-    assert opened.analyzer == "jieba"
     (function,) = info["functions"]
     assert function["name"] == "bm25_fn" and function["type"].name == "BM25"
     assert function["input_field_names"] == ["content"]
     assert function["output_field_names"] == ["sparse_vector"]
-    indexes = {
-        name: client.describe_index(opened.collection, name)
-        for name in client.list_indexes(opened.collection)
-    }
+    indexes = {name: client.describe_index(collection, name) for name in client.list_indexes(collection)}
     by_field = {i["field_name"]: (i["index_type"], i["metric_type"]) for i in indexes.values()}
     assert by_field == {"embedding": ("FLAT", "COSINE"), "sparse_vector": ("SPARSE_INVERTED_INDEX", "BM25")}
+
+
+def test_store_reads_what_pymilvus_wrote(target: Target) -> None:
+    """An index written through pymilvus (the original memsearch's way) is found by this store,
+    which on Lite reads the directory in-process; and its analyzer and dimension are adopted."""
+    with MilvusStore(target.uri, collection=target.collection, dimension=DIM) as created:
+        created.drop()  # start from nothing: pymilvus creates the collection below
+    from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+    with pymilvus_client(target) as client:
+        schema = MilvusClient.create_schema(enable_dynamic_field=True)
+        schema.add_field("chunk_hash", DataType.VARCHAR, max_length=64, is_primary=True)
+        schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=DIM)
+        schema.add_field(
+            "content",
+            DataType.VARCHAR,
+            max_length=65535,
+            enable_analyzer=True,
+            analyzer_params={"tokenizer": "jieba"},
+        )
+        schema.add_field("sparse_vector", DataType.SPARSE_FLOAT_VECTOR)
+        for name in ("source", "heading"):
+            schema.add_field(name, DataType.VARCHAR, max_length=1024)
+        for name in ("heading_level", "start_line", "end_line"):
+            schema.add_field(name, DataType.INT64)
+        schema.add_function(Function("bm25_fn", FunctionType.BM25, ["content"], ["sparse_vector"]))
+        index_params = MilvusClient.prepare_index_params()
+        index_params.add_index(field_name="embedding", index_type="FLAT", metric_type="COSINE")
+        index_params.add_index(
+            field_name="sparse_vector", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
+        )
+        client.create_collection(target.collection, schema=schema, index_params=index_params)
+        client.upsert(target.collection, [chunk("p1", "written by pymilvus about pgbouncer", vector=axis(2))])
+        client.flush(target.collection)
+    try:
+        with MilvusStore(target.uri, collection=target.collection, dimension=None) as reader:
+            assert reader.dimension == DIM and reader.analyzer == "jieba"
+            assert reader.count() == 1
+            hits = reader.search(axis(2), query_text="pgbouncer", top_k=1)
+            assert hits[0]["chunk_hash"] == "p1" and hits[0]["score"] == pytest.approx(1.0)
+    finally:
+        with MilvusStore(target.uri, collection=target.collection, dimension=None) as cleanup:
+            cleanup.drop()
 
 
 def test_upsert_search_delete(open_store: Callable[..., MilvusStore]) -> None:
@@ -526,8 +607,11 @@ def test_driver_errors_become_store_errors(open_store: Callable[..., MilvusStore
     with pytest.raises(errors.StoreError) as info:
         opened.query(filter_expr="this is (( not a filter")
     assert type(info.value) is errors.StoreError
-    assert info.value.message.startswith("Milvus error (code ")
-    assert type(info.value.__cause__).__module__.startswith("pymilvus")
+    assert info.value.message.startswith("Milvus error")
+    assert "not a filter" in info.value.message or "expected" in info.value.message
+    assert "(code None)" not in info.value.message
+    driver = type(info.value.__cause__).__module__.split(".")[0]
+    assert driver == ("milvus_lite" if opened.is_local else "pymilvus")  # Lite runs in-process
     opened.close()
     opened.close()
     with pytest.raises(errors.StoreError, match="closed"):

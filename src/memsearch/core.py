@@ -158,14 +158,14 @@ class MemSearch:
         return self._model
 
     def _lite_path(self) -> Path | None:
-        from memsearch.store import resolve_uri
+        from memsearch.uri import resolve_uri
 
         return resolve_uri(self._uri).path
 
     def _manifest_file(self) -> Path:
         from memsearch.config import memsearch_home
         from memsearch.indexer import manifest_path
-        from memsearch.store import resolve_uri
+        from memsearch.uri import resolve_uri
 
         return manifest_path(memsearch_home(), resolve_uri(self._uri).uri, self._collection)
 
@@ -286,7 +286,9 @@ class MemSearch:
         With a reranker model configured, ``3 x top_k`` hybrid candidates are rescored by the
         cross-encoder and the best ``top_k`` kept (scores become its probabilities).
         """
-        from memsearch.store import hybrid_weights, source_prefix_filter
+        import asyncio
+
+        from memsearch.store import fuse, hybrid_weights, source_prefix_filter
 
         if top_k < 1:
             from memsearch.errors import ConfigValueError
@@ -298,19 +300,17 @@ class MemSearch:
             filter_expr = source_prefix_filter(prefix)
         embedder = self.embedder
         embed_query = getattr(embedder, "embed_query", embedder.embed)
-        opening = None
-        if self._store is None:
-            import asyncio  # here, not at module level: a routed CLI call never needs it
-
-            # A cold start (one CLI search): open the store (pymilvus import, Milvus Lite start) in a
-            # thread while the model loads and embeds the query; the two costs overlap on 2 cores.
-            opening = asyncio.get_running_loop().run_in_executor(None, lambda: self.store)
-        vector = (await embed_query([query]))[0]
-        store = await opening if opening is not None else self.store
         fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
-        results = store.search(
-            vector, query_text=query, top_k=fetch_k, filter_expr=filter_expr, weights=hybrid_weights(query)
-        )
+
+        def lexical() -> tuple[MilvusStore, list[Any]]:
+            # On a worker thread while the model embeds the query (which releases the GIL): the
+            # BM25 leg needs no vector, and on a cold start this also opens the store.
+            store = self.store
+            return store, store.search_leg("sparse", query, top_k=fetch_k, filter_expr=filter_expr)
+
+        vectors, (store, sparse) = await asyncio.gather(embed_query([query]), asyncio.to_thread(lexical))
+        dense = store.search_leg("dense", vectors[0], top_k=fetch_k, filter_expr=filter_expr)
+        results = fuse({"dense": dense, "sparse": sparse}, hybrid_weights(query), fetch_k)
         if self._reranker_model and results:
             from memsearch.reranker import rerank_async
 

@@ -15,6 +15,7 @@ a file half-indexed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding, compute_chunk_id
-from memsearch.errors import EmbeddingError, MemSearchError, StoreError
+from memsearch.errors import EmbeddingError, MemSearchError
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
 if TYPE_CHECKING:
@@ -38,6 +39,11 @@ MANIFEST_VERSION = 1
 #: Chunks embedded and upserted per step. The provider splits a step into its own (often tiny)
 #: batches; a larger step keeps Milvus upserts few and cheap.
 UPSERT_BATCH = 64
+#: Rows upserted between flushes on Milvus Lite. Lite keeps unflushed rows in a write buffer
+#: (128 MB) and its flush builds the new segment and its indexes in memory at once: one flush at
+#: the end of a 20,000-chunk run peaked at ~900 MB, flushing every 2,000 rows keeps the peak flat
+#: (evaluation/README.md). A server seals segments itself, and frequent flushes there are discouraged.
+LITE_FLUSH_ROWS = 2000
 
 Progress = Callable[[int, int], None]
 
@@ -387,38 +393,74 @@ class Indexer:
     async def _embed_and_store(
         self, store: MilvusStore, work: list[_FileWork], progress: Progress | None
     ) -> int:
-        """Embed the new chunks of all changed files in shared batches, upserting each batch."""
+        """Embed the new chunks of all changed files in shared batches, upserting each batch.
+
+        Pipelined: batch k is upserted on a worker thread while batch k+1 is embedded. The model
+        releases the GIL and Milvus Lite's upsert (BM25 tokenising, writes) is Python, so on 2 cores
+        the store's work hides behind the embedding instead of adding to it. One upsert at a time,
+        in batch order; a failure stops the run after the batches before it are stored.
+        """
+        import asyncio
+
         todo = [(w, i) for w in work for i in w.to_embed]
         if not todo:
             return 0
         embedder = self._embedder()
         batch = max(UPSERT_BATCH, int(getattr(embedder, "batch_size", 0) or 0))
         done = 0
-        if progress:
-            progress(0, len(todo))
-        for start in range(0, len(todo), batch):
-            part = todo[start : start + batch]
-            texts = [clean_content_for_embedding(w.chunks[i].content) for w, i in part]
-            try:
-                vectors = await embedder.embed(texts)
-            except EmbeddingError:
-                raise
-            except Exception as exc:  # an SDK error we did not map: still one clear line
-                raise EmbeddingError(f"embedding failed: {format_error(exc)}") from exc
-            if len(vectors) != len(part):
-                raise EmbeddingError(
-                    f"the embedding provider returned {len(vectors)} vectors for {len(part)} texts"
-                )
-            records = [_record(w.ids[i], w.chunks[i], vec) for (w, i), vec in zip(part, vectors, strict=True)]
-            try:
-                store.upsert(records)
-            except StoreError:
-                raise
-            for w, _ in part:
+        unflushed = 0
+        storing: asyncio.Future[int] | None = None
+        stored_part: list[tuple[_FileWork, int]] = []
+
+        def store_batch(records: list[dict[str, Any]]) -> int:
+            nonlocal unflushed
+            written = store.upsert(records)
+            unflushed += len(records)
+            if store.is_local and unflushed >= LITE_FLUSH_ROWS:
+                store.flush()
+                unflushed = 0
+            return written
+
+        async def settle() -> None:
+            """Wait for the upsert in flight and count its chunks as stored."""
+            nonlocal storing, done
+            if storing is None:
+                return
+            pending, storing = storing, None
+            await pending
+            for w, _ in stored_part:
                 w.remaining -= 1
-            done += len(part)
+            done += len(stored_part)
             if progress:
                 progress(done, len(todo))
+
+        if progress:
+            progress(0, len(todo))
+        try:
+            for start in range(0, len(todo), batch):
+                part = todo[start : start + batch]
+                texts = [clean_content_for_embedding(w.chunks[i].content) for w, i in part]
+                try:
+                    vectors = await embedder.embed(texts)
+                except EmbeddingError:
+                    raise
+                except Exception as exc:  # an SDK error we did not map: still one clear line
+                    raise EmbeddingError(f"embedding failed: {format_error(exc)}") from exc
+                if len(vectors) != len(part):
+                    raise EmbeddingError(
+                        f"the embedding provider returned {len(vectors)} vectors for {len(part)} texts"
+                    )
+                records = [
+                    _record(w.ids[i], w.chunks[i], vec) for (w, i), vec in zip(part, vectors, strict=True)
+                ]
+                await settle()
+                stored_part = part
+                storing = asyncio.ensure_future(asyncio.to_thread(store_batch, records))
+            await settle()
+        finally:
+            if storing is not None:  # an embedding failed: let the upsert in flight finish first
+                with contextlib.suppress(Exception):
+                    await settle()
         return done
 
     def _finish_files(self, store: MilvusStore, work: list[_FileWork], manifest: Manifest) -> int:

@@ -40,28 +40,40 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
 from memsearch import errors
+from memsearch.uri import SERVER_PREFIXES, StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from pymilvus import MilvusClient
+
+    from memsearch.lite import LiteClient
+
+    #: pymilvus' client for servers; for Lite, the in-process client answering the same calls.
+    Client: TypeAlias = MilvusClient | LiteClient
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_URI = "~/.memsearch/milvus.db"
 DEFAULT_COLLECTION = "memsearch_chunks"
 
+#: The two retrievers: leg -> (vector field, search params, its distance as a score). Milvus Lite
+#: reports BM25 negated (smaller = better), a server positive: abs() is the score on both. Cosine
+#: similarity is already "higher is better".
+LEGS: dict[str, tuple[str, dict[str, Any], Callable[[float], float]]] = {
+    "dense": ("embedding", {"metric_type": "COSINE", "params": {}}, float),
+    "sparse": ("sparse_vector", {"metric_type": "BM25"}, abs),
+}
 #: What ``MilvusStore.search`` can ask: both legs fused by RRF, or one leg alone.
-SEARCH_MODES = ("hybrid", "dense", "sparse")
+SEARCH_MODES = ("hybrid", *LEGS)
 
-#: RRF constant, and the best fused score two retrievers can give (rank 1 in both lists); scores
-#: are divided by it so that 1.0 means "top of both lists".
+#: RRF constant (as the original's ``RRFRanker(60)``). Fused scores are divided by the best score
+#: the legs can give together (rank 1 in both lists), so 1.0 means "top of both lists".
 RRF_K = 60
-_RRF_MAX = 2 / (RRF_K + 1)
 
 #: The fields every search/query result carries, in this order.
 _QUERY_FIELDS = ["content", "source", "heading", "chunk_hash", "heading_level", "start_line", "end_line"]
@@ -72,14 +84,6 @@ FIELD_MAX_BYTES = {"chunk_hash": 64, "content": 65535, "source": 1024, "heading"
 #: identity and is never cut.
 _TRUNCATED_FIELDS = ("content", "source", "heading")
 
-#: URI prefix -> kind of store. Anything that matches no prefix is a Milvus Lite path.
-_URI_KINDS = {
-    "http://": "server",
-    "https://": "server",
-    "tcp://": "server",
-    "unix:": "server",
-}
-_SERVER_PREFIXES = ", ".join(_URI_KINDS)
 
 CONNECT_TIMEOUT = 5.0  # seconds; an unreachable server must fail fast
 LOCK_POLL_INTERVAL = 0.2  # seconds between attempts on a locked Lite database
@@ -272,21 +276,24 @@ def hybrid_weights(query: str) -> tuple[float, float]:
     return (1.0, HYBRID_TILT) if _CJK_RE.search(query) else (HYBRID_TILT, 1.0)
 
 
-def _weighted_rrf(
-    ranked: dict[str, list[Any]], weights: dict[str, float], top_k: int
+def fuse(
+    ranked: dict[str, list[Any]], weights: tuple[float, float] | None, top_k: int
 ) -> list[dict[str, Any]]:
-    """Fuse per-leg hit lists by weighted RRF; normalised so rank 1 in every list scores 1.0.
+    """Fuse the legs' raw hits (``{"dense": [...], "sparse": [...]}``, best first) by RRF.
 
-    Hits are visited heaviest leg first, so a tie keeps the heavier leg's order.
+    ``weights`` (dense, BM25) weighs each leg's ``1 / (k + rank)``; ``None`` is plain RRF, as in the
+    original. Scores are normalised so rank 1 in every list scores 1.0. Hits are visited heaviest
+    leg first, so a tie keeps the heavier leg's order.
     """
+    weight = dict(zip(LEGS, weights or (1.0, 1.0), strict=True))
     scores: dict[str, float] = {}
     hits: dict[str, Any] = {}
-    for name in sorted(ranked, key=lambda n: -weights[n]):
+    for name in sorted(ranked, key=lambda n: -weight[n]):
         for rank, hit in enumerate(ranked[name], 1):
             key = str(hit.get("id") or (hit.get("entity") or {}).get("chunk_hash"))
-            scores[key] = scores.get(key, 0.0) + weights[name] / (RRF_K + rank)
+            scores[key] = scores.get(key, 0.0) + weight[name] / (RRF_K + rank)
             hits.setdefault(key, hit)
-    best = sum(weights[name] for name in ranked) / (RRF_K + 1)
+    best = sum(weight[name] for name in ranked) / (RRF_K + 1)
     fused = []
     for key in sorted(scores, key=lambda k: -scores[k])[:top_k]:  # stable: ties keep visiting order
         result = MilvusStore._hit_to_result(hits[key], float)
@@ -298,50 +305,6 @@ def _weighted_rrf(
 def _chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-# --- URIs -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoreLocation:
-    """Where a store lives: ``kind`` is ``"lite"`` or ``"server"``.
-
-    ``uri`` is what pymilvus gets; ``display`` is safe to print (credentials redacted); ``path``
-    is the Lite database directory (resolved, absolute) or ``None``.
-    """
-
-    kind: str
-    uri: str
-    display: str
-    path: Path | None = None
-
-    @property
-    def is_local(self) -> bool:
-        return self.kind == "lite"
-
-
-def resolve_uri(uri: str) -> StoreLocation:
-    """Classify ``uri`` by scheme; a non-URI is a Lite path (``~`` expanded, resolved against CWD)."""
-    text = uri.strip()
-    lowered = text.lower()
-    for prefix, kind in _URI_KINDS.items():
-        if lowered.startswith(prefix):
-            return StoreLocation(kind=kind, uri=text, display=_redact(text))
-    path = Path(text).expanduser().resolve()
-    return StoreLocation(kind="lite", uri=str(path), display=str(path), path=path)
-
-
-def _redact(uri: str) -> str:
-    """``uri`` with any ``user:password@`` replaced, for messages."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return uri
-    if "@" not in parts.netloc:
-        return uri
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 # --- quieting the driver's own logging ------------------------------------------------------
@@ -403,32 +366,7 @@ def _driver_message(exc: BaseException) -> tuple[Any, str]:
     return code, str(message)
 
 
-# --- Milvus Lite: locks and sharing within one process --------------------------------------
-
-_lite_refs: Counter[str] = Counter()
-_lite_refs_lock = threading.Lock()
-
-
-def _lite_acquire(path: str) -> None:
-    with _lite_refs_lock:
-        _lite_refs[path] += 1
-
-
-def _lite_release(path: str) -> None:
-    """Stop milvus-lite's in-process server for ``path`` when the last store using it closes.
-
-    pymilvus runs one embedded server per database path and process; releasing it frees the
-    database lock so another process can open it right away.
-    """
-    with _lite_refs_lock:
-        _lite_refs[path] -= 1
-        if _lite_refs[path] > 0:
-            return
-        del _lite_refs[path]
-    with contextlib.suppress(Exception), _quiet():
-        from milvus_lite.server_manager import server_manager_instance
-
-        server_manager_instance.release_server(path)
+# --- Milvus Lite: locks -------------------------------------------------------------------
 
 
 def _lock_is_held(db_dir: Path) -> bool:
@@ -670,7 +608,7 @@ class MilvusStore:
         self._dimension = dimension
         self._description = description
         self._lock_timeout = lock_timeout
-        self._client: MilvusClient | None = None
+        self._client: Client | None = None
         self._exists = False
         self._analyzer = "standard"
         self._collection_dimension: int | None = None
@@ -686,7 +624,7 @@ class MilvusStore:
 
     # -- connecting ---------------------------------------------------------------------------
 
-    def _open_lite(self) -> MilvusClient:
+    def _open_lite(self) -> Client:
         path = self._location.path
         assert path is not None
         if sys.platform == "win32":
@@ -703,7 +641,7 @@ class MilvusStore:
                 f"Not a Milvus Lite database path: {path} (it must end in .db)",
                 hint=(
                     "Use a path like ~/.memsearch/milvus.db, or a server URI starting with "
-                    f"{_SERVER_PREFIXES}."
+                    f"{SERVER_PREFIXES}."
                 ),
             )
         if path.is_file():
@@ -718,7 +656,7 @@ class MilvusStore:
                 hint="Check the path and its permissions, or choose another --milvus-uri.",
             ) from exc
 
-        from pymilvus import MilvusClient
+        from memsearch.lite import LiteClient
 
         logging.getLogger("jieba").addFilter(_JIEBA_QUIET)  # idempotent
         deadline = time.monotonic() + max(0.0, self._lock_timeout)
@@ -727,13 +665,12 @@ class MilvusStore:
             failure: BaseException | None = None
             with _quiet() as captured:
                 try:
-                    client = MilvusClient(uri=str(path))
+                    client = LiteClient(str(path))
                 except Exception as exc:
                     if not _is_driver_error(exc):
                         raise
                     failure = exc
             if failure is None:
-                _lite_acquire(str(path))
                 return client
             cause = captured[0] if captured else failure
             if type(cause).__name__ != "DataDirLockedError" and not _lock_is_held(path):
@@ -750,7 +687,7 @@ class MilvusStore:
                 waited = True
             time.sleep(min(LOCK_POLL_INTERVAL, remaining))
 
-    def _open_server(self) -> MilvusClient:
+    def _open_server(self) -> Client:
         from pymilvus import MilvusClient
 
         with _quiet():
@@ -768,10 +705,20 @@ class MilvusStore:
                     ),
                 ) from exc
 
-    _CONNECTORS: ClassVar[dict[str, Callable[[MilvusStore], MilvusClient]]] = {
+    _CONNECTORS: ClassVar[dict[str, Callable[[MilvusStore], Client]]] = {
         "lite": _open_lite,
         "server": _open_server,
     }
+
+    def _schema_types(self) -> tuple[Any, Any, Any]:
+        """(DataType, Function, FunctionType) of this store's driver."""
+        if self._location.is_local:
+            from memsearch.lite import LiteClient
+
+            return LiteClient.schema_types()
+        from pymilvus import DataType, Function, FunctionType
+
+        return DataType, Function, FunctionType
 
     # -- calling the driver -------------------------------------------------------------------
 
@@ -794,10 +741,12 @@ class MilvusStore:
 
     def _translate(self, exc: BaseException) -> errors.StoreError:
         code, message = _driver_message(exc)
-        if code == _COLLECTION_NOT_FOUND and self._collection in message:
+        missing = code == _COLLECTION_NOT_FOUND or type(exc).__name__ == "CollectionNotFoundError"
+        if missing and self._collection in message:
             self._exists = False
             return self._not_found()
-        return errors.StoreError(f"Milvus error (code {code}): {message}", hint=_GENERIC_HINT)
+        label = f"Milvus error (code {code})" if code is not None else "Milvus error"
+        return errors.StoreError(f"{label}: {message}", hint=_GENERIC_HINT)
 
     def _not_found(self) -> errors.CollectionNotFoundError:
         return errors.CollectionNotFoundError(
@@ -834,11 +783,10 @@ class MilvusStore:
         self._exists = True
 
     def _create_collection(self) -> None:
-        from pymilvus import DataType, Function, FunctionType, MilvusClient
-
-        assert self._dimension is not None
+        assert self._dimension is not None and self._client is not None
+        DataType, Function, FunctionType = self._schema_types()
         analyzer_params = self._analyzer_params
-        schema = MilvusClient.create_schema(enable_dynamic_field=True, description=self._description)
+        schema = self._client.create_schema(enable_dynamic_field=True, description=self._description)
         schema.add_field(
             "chunk_hash", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["chunk_hash"], is_primary=True
         )
@@ -861,7 +809,7 @@ class MilvusStore:
                 output_field_names=["sparse_vector"],
             )
         )
-        index_params = MilvusClient.prepare_index_params()
+        index_params = self._client.prepare_index_params()
         index_params.add_index(field_name="embedding", index_type="FLAT", metric_type="COSINE")
         index_params.add_index(
             field_name="sparse_vector", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
@@ -997,61 +945,53 @@ class MilvusStore:
     ) -> list[dict[str, Any]]:
         """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists.
 
-        ``weights`` (dense, BM25) makes the fusion weighted RRF, computed here from the two legs'
-        results (Milvus' RRF ranker takes no weights); ties go to the heavier leg and the score is
-        still 1.0 for rank 1 in both lists. ``None`` is Milvus' plain RRF, as in the original.
-        ``mode`` ``"dense"`` or ``"sparse"`` asks one leg alone (the evaluation's baselines); its
-        ``score`` is that leg's own measure: cosine similarity, or the BM25 score.
+        ``weights`` (dense, BM25) makes the fusion weighted RRF (see :func:`fuse`); ``None`` is plain
+        RRF, as in the original (the fusion Milvus' RRF ranker computes; only the order of exact
+        ties may differ). The fusion is computed here from the two legs' hits, the same way on
+        Lite and on a server. ``mode`` ``"dense"`` or ``"sparse"`` asks one leg alone (the
+        evaluation's baselines); its ``score`` is that leg's own measure: cosine similarity, or the
+        BM25 score.
         """
-        from pymilvus import AnnSearchRequest, RRFRanker
-
         if mode not in SEARCH_MODES:
             raise errors.ConfigValueError(
                 f"Unknown search mode '{mode}'. Valid: {', '.join(SEARCH_MODES)}",
                 hint="use 'hybrid' (the default), 'dense' or 'sparse'",
             )
+        queries: dict[str, Sequence[float] | str] = {"dense": query_embedding, "sparse": query_text}
+        if mode in LEGS:
+            score = LEGS[mode][2]
+            hits = self.search_leg(mode, queries[mode], top_k=top_k, filter_expr=filter_expr)
+            return [self._hit_to_result(hit, score) for hit in hits]
+        ranked = {
+            leg: self.search_leg(leg, queries[leg], top_k=top_k, filter_expr=filter_expr) for leg in LEGS
+        }
+        return fuse(ranked, weights, top_k)
+
+    def search_leg(
+        self, leg: str, query: Sequence[float] | str, *, top_k: int, filter_expr: str = ""
+    ) -> list[Any]:
+        """One retriever's raw hits, best first: ``"dense"`` (``query`` is the embedding) or
+        ``"sparse"`` (``query`` is the text, scored by BM25). Combine legs with :func:`fuse`.
+
+        The two legs are separate calls so a caller can run the BM25 leg while the model is still
+        embedding the query (``MemSearch.search`` does).
+        """
         self._require_collection()
         if top_k <= 0:
             return []
-        self._ready_analyzer()
-        expr = filter_expr or None
-        legs = {
-            "dense": ([list(query_embedding)], "embedding", {"metric_type": "COSINE", "params": {}}),
-            "sparse": ([query_text or ""], "sparse_vector", {"metric_type": "BM25"}),
-        }
-
-        def leg(name: str) -> list[Any]:
-            data, field, param = legs[name]
+        field, params, _ = LEGS[leg]
+        if leg == "sparse":
+            self._ready_analyzer()
+        data: list[Any] = [query or ""] if leg == "sparse" else [list(query)]
+        try:
             found = self._call(
                 "search",
                 self._collection,
                 data=data,
                 anns_field=field,
-                search_params=param,
+                search_params=params,
                 limit=top_k,
-                filter=expr or "",
-                output_fields=_QUERY_FIELDS,
-            )
-            return list(found[0]) if found else []
-
-        try:
-            if mode in legs:
-                # Milvus Lite reports BM25 negated (smaller = better), a server positive: abs() is
-                # the score on both. Cosine similarity is already "higher is better".
-                return [self._hit_to_result(hit, abs if mode == "sparse" else float) for hit in leg(mode)]
-            if weights is not None:
-                ranked = {name: leg(name) for name in legs}
-                return _weighted_rrf(ranked, dict(zip(legs, weights, strict=True)), top_k)
-            requests = [
-                AnnSearchRequest(data=data, anns_field=field, param=param, limit=top_k, expr=expr)
-                for data, field, param in legs.values()
-            ]
-            results = self._call(
-                "hybrid_search",
-                self._collection,
-                requests,
-                RRFRanker(RRF_K),
-                limit=top_k,
+                filter=filter_expr,
                 output_fields=_QUERY_FIELDS,
             )
         except errors.CollectionNotFoundError:
@@ -1062,18 +1002,17 @@ class MilvusStore:
             if self._is_empty():
                 return []
             raise
-        hits = results[0] if results else []
-        return [self._hit_to_result(hit) for hit in hits]
+        return list(found[0]) if found else []
 
     @staticmethod
-    def _hit_to_result(hit: Any, score: Callable[[float], float] | None = None) -> dict[str, Any]:
-        """A result dict; ``score`` maps the driver's distance (default: RRF normalised to 1.0)."""
+    def _hit_to_result(hit: Any, score: Callable[[float], float]) -> dict[str, Any]:
+        """A result dict; ``score`` maps the driver's distance to the result's score."""
         entity = hit.get("entity") or {}
         result = {field: entity.get(field) for field in _QUERY_FIELDS}
         if result["chunk_hash"] is None:
             result["chunk_hash"] = hit.get("chunk_hash", hit.get("id"))
         distance = float(hit.get("distance", 0.0))
-        result["score"] = float(score(distance)) if score is not None else distance / _RRF_MAX
+        result["score"] = float(score(distance))
         return result
 
     def _is_empty(self) -> bool:
@@ -1177,8 +1116,6 @@ class MilvusStore:
             return
         with contextlib.suppress(Exception), _quiet():
             client.close()
-        if self._location.is_local:
-            _lite_release(self._location.uri)
 
     def __enter__(self) -> MilvusStore:
         return self

@@ -1,0 +1,235 @@
+"""Milvus Lite in this process, called directly instead of through pymilvus and gRPC.
+
+Why: milvus-lite 3.x is a pure-Python engine that runs inside the calling process; pymilvus
+reaches it through a gRPC server that milvus-lite starts on threads of that same process. The
+detour costs ``import pymilvus`` and grpc (~0.3 s on top of what the engine imports), starting the
+server, and protobuf encoding of every row and hit: at 2,000 chunks a hybrid search took ~24 ms
+through it and ~12 ms directly. The database directory is written by the same engine either way,
+so an index built here opens with pymilvus (as the original memsearch opens it) and the other way
+round; tests/test_store.py checks both directions.
+
+:class:`LiteClient` answers the part of ``pymilvus.MilvusClient`` that ``MilvusStore`` calls, with
+the same arguments and result shapes, so the store has one code path for Lite and for servers.
+Engine exceptions pass through unchanged (their module is ``milvus_lite``, which the store turns
+into memsearch errors like any driver error).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+#: Databases open in this process: resolved path -> [engine, number of clients using it]. The
+#: engine holds an exclusive lock on its directory, so every store in a process (the memory
+#: service keeps one per project) must share one engine per path.
+_open: dict[str, list[Any]] = {}
+_open_lock = threading.Lock()
+
+
+def _acquire(path: str) -> Any:
+    with _open_lock:
+        entry = _open.get(path)
+        if entry is None:
+            from milvus_lite import MilvusLite
+
+            entry = _open[path] = [MilvusLite(path), 0]  # raises DataDirLockedError if held
+        entry[1] += 1
+        return entry[0]
+
+
+def _release(path: str) -> None:
+    with _open_lock:
+        entry = _open.get(path)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _open[path]
+    entry[0].close()  # flushes nothing new; releases the directory lock for other processes
+
+
+class _Schema:
+    """What ``MilvusClient.create_schema()`` returns, built from milvus_lite's own types."""
+
+    def __init__(self, *, enable_dynamic_field: bool = False, description: str = "") -> None:
+        self.enable_dynamic_field = enable_dynamic_field
+        self.description = description  # Milvus Lite does not store it (neither does its gRPC path)
+        self.fields: list[Any] = []
+        self.functions: list[Any] = []
+
+    def add_field(self, field_name: str, datatype: Any, **params: Any) -> None:
+        from milvus_lite import FieldSchema
+
+        self.fields.append(FieldSchema(name=field_name, dtype=datatype, **params))
+
+    def add_function(self, function: Any) -> None:
+        self.functions.append(function)
+
+    def build(self) -> Any:
+        from milvus_lite import CollectionSchema
+
+        outputs = {name for fn in self.functions for name in fn.output_field_names}
+        for field in self.fields:  # as milvus-lite's gRPC layer marks them
+            field.is_function_output = field.name in outputs
+        return CollectionSchema(
+            fields=self.fields, enable_dynamic_field=self.enable_dynamic_field, functions=self.functions
+        )
+
+
+class _IndexParams:
+    """What ``MilvusClient.prepare_index_params()`` returns."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[str, dict[str, Any]]] = []
+
+    def add_index(self, field_name: str, index_type: str, metric_type: str, **params: Any) -> None:
+        self.specs.append(
+            (field_name, {"index_type": index_type, "metric_type": metric_type, "params": params})
+        )
+
+
+class _Pages:
+    """A query iterator over rows already fetched (the engine has no result window to page around)."""
+
+    def __init__(self, rows: list[dict[str, Any]], size: int) -> None:
+        self._rows: Iterator[dict[str, Any]] = iter(rows)
+        self._size = max(1, size)
+
+    def next(self) -> list[dict[str, Any]]:
+        return [row for _, row in zip(range(self._size), self._rows, strict=False)]
+
+    def close(self) -> None:
+        self._rows = iter(())
+
+
+class LiteClient:
+    """A Milvus Lite database directory, opened in this process (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._db: Any = _acquire(path)
+
+    @staticmethod
+    def schema_types() -> tuple[Any, Any, Any]:
+        """(DataType, Function, FunctionType) for :meth:`create_schema` fields and functions."""
+        from milvus_lite import DataType, Function, FunctionType
+
+        return DataType, Function, FunctionType
+
+    @staticmethod
+    def create_schema(*, enable_dynamic_field: bool = False, description: str = "") -> _Schema:
+        return _Schema(enable_dynamic_field=enable_dynamic_field, description=description)
+
+    @staticmethod
+    def prepare_index_params() -> _IndexParams:
+        return _IndexParams()
+
+    # -- collections ------------------------------------------------------------------------
+
+    def _collection(self, name: str) -> Any:
+        return self._db.get_collection(name)
+
+    def has_collection(self, name: str) -> bool:
+        return bool(self._db.has_collection(name))
+
+    def describe_collection(self, name: str) -> dict[str, Any]:
+        """The collection in the shape pymilvus describes it (the parts the store reads)."""
+        schema = self._collection(name).schema
+        fields = []
+        for field in schema.fields:
+            params: dict[str, Any] = {}
+            if field.dim is not None:
+                params["dim"] = field.dim
+            if field.max_length is not None:
+                params["max_length"] = field.max_length
+            if field.enable_analyzer:
+                params["enable_analyzer"] = True
+            if field.analyzer_params is not None:
+                params["analyzer_params"] = field.analyzer_params
+            fields.append({"name": field.name, "type": field.dtype, "params": params})
+        return {
+            "collection_name": name,
+            "description": "",
+            "fields": fields,
+            "enable_dynamic_field": schema.enable_dynamic_field,
+            "properties": dict(schema.properties),
+        }
+
+    def create_collection(
+        self,
+        name: str,
+        *,
+        schema: _Schema,
+        properties: dict[str, Any] | None = None,
+        consistency_level: str = "Strong",  # one process, one engine: always strong
+    ) -> None:
+        self._db.create_collection(name, schema.build(), properties=properties or None)
+
+    def create_index(self, name: str, index_params: _IndexParams, *, sync: bool = True) -> None:
+        collection = self._collection(name)
+        for field, params in index_params.specs:
+            collection.create_index(field, params)
+
+    def load_collection(self, name: str) -> None:
+        self._collection(name).load()
+
+    def drop_collection(self, name: str) -> None:
+        self._db.drop_collection(name)
+
+    def flush(self, name: str) -> None:
+        self._collection(name).flush()
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def upsert(self, name: str, *, data: list[dict[str, Any]]) -> dict[str, int]:
+        return {"upsert_count": len(self._collection(name).upsert(data))}
+
+    def delete(self, name: str, *, filter: str = "", ids: Iterable[Any] | None = None) -> dict[str, int]:
+        collection = self._collection(name)
+        if ids is None:
+            ids = [row[collection.pk_field] for row in collection.query(filter, output_fields=[])]
+        pks = list(ids)
+        return {"delete_count": collection.delete(pks) if pks else 0}
+
+    def search(
+        self,
+        name: str,
+        *,
+        data: list[Any],
+        anns_field: str,
+        search_params: dict[str, Any],
+        limit: int,
+        filter: str = "",
+        output_fields: list[str] | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        return self._collection(name).search(
+            data,
+            top_k=limit,
+            metric_type=search_params.get("metric_type"),
+            expr=filter or None,
+            output_fields=output_fields,
+            anns_field=anns_field,
+            search_params=search_params.get("params") or None,
+        )
+
+    def query(
+        self, name: str, *, filter: str = "", output_fields: list[str] | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        collection = self._collection(name)
+        if output_fields == ["count(*)"]:
+            count = len(collection.query(filter, output_fields=[])) if filter else collection.num_entities
+            return [{"count(*)": count}]
+        return collection.query(filter or None, output_fields=output_fields, limit=limit)
+
+    def query_iterator(
+        self, name: str, *, batch_size: int, filter: str = "", output_fields: list[str] | None = None
+    ) -> _Pages:
+        rows = self._collection(name).query(filter or None, output_fields=output_fields, order_by_pk=True)
+        return _Pages(rows, batch_size)
+
+    def close(self) -> None:
+        path, self._path = self._path, ""
+        if path:
+            _release(path)
