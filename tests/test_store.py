@@ -720,3 +720,36 @@ with MilvusStore({str(tmp_path / "m.db")!r}, dimension=2) as s:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "ok", done.stderr
     assert done.stderr == ""
+
+
+def test_lite_concurrent_writers_and_readers_lose_nothing(tmp_path: Path) -> None:
+    """The indexer upserts from worker threads and the memory service serves several sources at
+    once: threads writing (and searching) one in-process Lite database must all land."""
+    import threading
+
+    uri = str(tmp_path / "m.db")
+    with MilvusStore(uri, dimension=DIM) as shared, MilvusStore(uri, dimension=DIM) as second:
+        failures: list[BaseException] = []
+
+        def writer(n: int, target: MilvusStore) -> None:
+            try:
+                for batch in range(10):
+                    rows = [
+                        chunk(f"w{n}-{batch}-{i}", f"writer {n} row {i}", f"/n/{n}.md", axis(i % DIM))
+                        for i in range(20)
+                    ]
+                    target.upsert(rows)
+                    target.search(axis(n % DIM), query_text=f"writer {n}", top_k=3)
+                target.delete_by_hashes([f"w{n}-0-{i}" for i in range(5)])
+            except BaseException as exc:  # reported below, not swallowed
+                failures.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(n, shared if n % 2 else second)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        shared.flush()
+        assert shared.count() == 4 * (200 - 5)
+        assert second.sources_with_counts() == {f"/n/{n}.md": 195 for n in range(4)}

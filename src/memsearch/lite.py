@@ -20,22 +20,22 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-#: Databases open in this process: resolved path -> [engine, number of clients using it]. The
-#: engine holds an exclusive lock on its directory, so every store in a process (the memory
-#: service keeps one per project) must share one engine per path.
+#: Databases open in this process: resolved path -> [engine, number of clients using it, write
+#: lock]. The engine holds an exclusive lock on its directory, so every store in a process (the
+#: memory service keeps one per project) must share one engine per path.
 _open: dict[str, list[Any]] = {}
 _open_lock = threading.Lock()
 
 
-def _acquire(path: str) -> Any:
+def _acquire(path: str) -> tuple[Any, threading.Lock]:
     with _open_lock:
         entry = _open.get(path)
         if entry is None:
             from milvus_lite import MilvusLite
 
-            entry = _open[path] = [MilvusLite(path), 0]  # raises DataDirLockedError if held
+            entry = _open[path] = [MilvusLite(path), 0, threading.Lock()]  # DataDirLockedError if held
         entry[1] += 1
-        return entry[0]
+        return entry[0], entry[2]
 
 
 def _release(path: str) -> None:
@@ -109,7 +109,10 @@ class LiteClient:
 
     def __init__(self, path: str) -> None:
         self._path = path
-        self._db: Any = _acquire(path)
+        #: Writes to one database are serialised: the store upserts from worker threads (while the
+        #: next batch embeds) and the memory service runs several indexing sources at once. Reads
+        #: take the engine's own snapshots and run alongside.
+        self._db, self._writing = _acquire(path)
 
     @staticmethod
     def schema_types() -> tuple[Any, Any, Any]:
@@ -165,33 +168,40 @@ class LiteClient:
         properties: dict[str, Any] | None = None,
         consistency_level: str = "Strong",  # one process, one engine: always strong
     ) -> None:
-        self._db.create_collection(name, schema.build(), properties=properties or None)
+        with self._writing:
+            self._db.create_collection(name, schema.build(), properties=properties or None)
 
     def create_index(self, name: str, index_params: _IndexParams, *, sync: bool = True) -> None:
         collection = self._collection(name)
-        for field, params in index_params.specs:
-            collection.create_index(field, params)
+        with self._writing:
+            for field, params in index_params.specs:
+                collection.create_index(field, params)
 
     def load_collection(self, name: str) -> None:
         self._collection(name).load()
 
     def drop_collection(self, name: str) -> None:
-        self._db.drop_collection(name)
+        with self._writing:
+            self._db.drop_collection(name)
 
     def flush(self, name: str) -> None:
-        self._collection(name).flush()
+        with self._writing:
+            self._collection(name).flush()
 
     # -- rows -------------------------------------------------------------------------------
 
     def upsert(self, name: str, *, data: list[dict[str, Any]]) -> dict[str, int]:
-        return {"upsert_count": len(self._collection(name).upsert(data))}
+        collection = self._collection(name)
+        with self._writing:
+            return {"upsert_count": len(collection.upsert(data))}
 
     def delete(self, name: str, *, filter: str = "", ids: Iterable[Any] | None = None) -> dict[str, int]:
         collection = self._collection(name)
         if ids is None:
             ids = [row[collection.pk_field] for row in collection.query(filter, output_fields=[])]
         pks = list(ids)
-        return {"delete_count": collection.delete(pks) if pks else 0}
+        with self._writing:
+            return {"delete_count": collection.delete(pks) if pks else 0}
 
     def search(
         self,
