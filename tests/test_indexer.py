@@ -218,3 +218,34 @@ async def test_embedding_failure_mid_run_keeps_what_was_stored_and_retries_the_r
         assert "S0-3" in [h["heading"] for h in hits]
     finally:
         _FailingAfter.fail_from = None
+
+
+class _WarmFails(HashEmbedder):
+    """A provider whose background model load fails (a broken local model, say)."""
+
+    provider_name = "hash-warm-fails"
+    warmed = 0
+
+    def warm(self) -> None:
+        type(self).warmed += 1
+        raise EmbeddingError("model files are damaged")
+
+
+async def test_model_warm_up_runs_beside_the_store_and_never_fails_a_run_itself(tmp_path: Path) -> None:
+    """The indexer loads a local model while the store opens, only when files changed; a failed
+    warm-up is left to the embedding that needs the model (here it works), never raised itself."""
+    register_provider(
+        ProviderSpec("hash-warm-fails", _WarmFails, DEFAULT_MODEL, None, frozenset({"model", "batch_size"}))
+    )
+    root = tmp_path / "notes"
+    note = write(root / "a.md", "# A\n\nalpha beta\n")
+    with make([root], tmp_path, embedding_provider="hash-warm-fails") as ms:
+        assert await ms.index() == 1
+        assert _WarmFails.warmed == 1
+        assert await ms.index() == 0  # unchanged: the model is not even warmed
+        assert _WarmFails.warmed == 1
+        note.write_text("# A\n\nalpha gamma\n", encoding="utf-8")
+        report = await ms.index_with_report()
+        assert (report.indexed_chunks, report.changed_files, report.status) == (1, 1, "ok")
+        assert _WarmFails.warmed == 2
+        assert [h["content"] for h in await ms.search("gamma", top_k=1)] == ["# A\n\nalpha gamma"]

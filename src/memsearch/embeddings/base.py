@@ -210,6 +210,10 @@ class BatchingEmbedder:
         """Embed search queries (the model's query prefix or task type, where it has one)."""
         return await self._embed_all(list(texts), query=True)
 
+    def warm(self) -> None:
+        """Load local model files now (blocking; meant for a worker thread), so that loading
+        overlaps other start-up work such as opening the store. API providers have nothing to load."""
+
     # --- extension points ------------------------------------------------------------------
 
     def _known_dimension(self) -> int | None:

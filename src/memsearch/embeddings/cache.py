@@ -237,6 +237,11 @@ class CachedEmbedder:
         namespace: str = getattr(self.provider, "cache_namespace", None) or self.provider.model_name
         return namespace
 
+    def warm(self) -> None:
+        warm = getattr(self.provider, "warm", None)
+        if callable(warm):
+            warm()
+
     def _sent_text(self, text: str) -> str:
         document_text = getattr(self.provider, "document_text", None)
         return document_text(text) if callable(document_text) else text

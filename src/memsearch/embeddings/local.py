@@ -59,6 +59,9 @@ class LocalEmbedding(BatchingEmbedder):
                         os.environ["TQDM_DISABLE"] = previous
             return self._st
 
+    def warm(self) -> None:
+        self._load()
+
     def _discover_dimension(self) -> int:
         dimension = self._load().get_sentence_embedding_dimension()
         return int(dimension) if dimension else super()._discover_dimension()
