@@ -155,7 +155,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gen", type=Path, default=DEFAULT_GEN, help="path of gen_corpus.py")
     parser.add_argument("--repeat", type=int, default=5, help="runs per quick measurement")
-    parser.add_argument("--full-repeat", type=int, default=1, help="runs of the full 2,000-chunk index")
+    parser.add_argument(
+        "--full-repeat",
+        type=int,
+        default=2,
+        help="full 2,000-chunk index runs (each paired with embedding-only)",
+    )
     parser.add_argument("--chunks", type=int, default=2000, help="chunks in the main corpus")
     parser.add_argument("--large", type=int, default=20000, help="chunks in the large corpus (0 skips it)")
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temp dir)")
@@ -182,25 +187,33 @@ def main() -> None:
     helps = [run(memsearch_cmd("--help"), env) for _ in range(args.repeat)]
     rows.append(("`memsearch --help`", f"{median(helps):.3f} s", "≤ 0.15 s"))
 
-    # full index (default model) + embedding-only ceiling on the same texts
+    # full index (default model) + embedding-only ceiling on the same texts, measured in pairs
+    # back to back: the machine's speed drifts over minutes, so each index run is compared with
+    # an embedding-only run taken right after it.
+    texts = corpus_texts(small)
     fulls: list[float] = []
+    embed_rates: list[float] = []
     for i in range(args.full_repeat):
         env = env_for(f"full{i}")
         fulls.append(run(memsearch_cmd("index", str(small), "--milvus-uri", str(work / f"full{i}.db")), env))
+        embed_rates.append(embedding_only(texts))
     full_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child so far
-    texts = corpus_texts(small)
-    index_rate = len(texts) / median(fulls)
-    embed_rate = embedding_only(texts)
+    ratios = [len(texts) / took / rate for took, rate in zip(fulls, embed_rates, strict=True)]
     rows.append((f"full index, {len(texts):,} chunks (wall)", f"{median(fulls):.1f} s", ""))
+    rows.append(("full index throughput", f"{len(texts) / median(fulls):.1f} chunks/s", ""))
     rows.append(
         (
-            "full index throughput",
-            f"{index_rate:.1f} chunks/s",
-            f"≥ 85% of embedding-only ({0.85 * embed_rate:.1f})",
+            "embedding-only throughput (same model, same texts)",
+            f"{median(embed_rates):.1f} chunks/s",
+            "ceiling",
         )
     )
     rows.append(
-        ("embedding-only throughput (same model, same texts)", f"{embed_rate:.1f} chunks/s", "ceiling")
+        (
+            "full index / embedding-only (median of back-to-back pairs)",
+            f"{100 * median(ratios):.1f} % ({', '.join(f'{100 * r:.1f}' for r in ratios)})",
+            "≥ 85 %",
+        )
     )
     rows.append(
         (f"peak RSS of `memsearch index`, {len(texts):,} chunks, default model", f"{full_rss:.0f} MB", "")
