@@ -47,7 +47,7 @@ def _release(path: str) -> None:
         if entry[1] > 0:
             return
         del _open[path]
-    entry[0].close()  # flushes nothing new; releases the directory lock for other processes
+    entry[0].close()  # flushes pending rows, waits for background merges, frees the directory lock
 
 
 class _Schema:

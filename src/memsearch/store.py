@@ -2,9 +2,9 @@
 
 Owns the collection schema (reference-core §6.2), hybrid dense + BM25 search fused by RRF, upsert,
 delete and paginated scalar queries, filter-expression escaping, and turning every driver failure
-into a :mod:`memsearch.errors` class with a hint. Nothing outside this module imports pymilvus for
-the store, and this module imports it only inside functions: ``import pymilvus`` costs ~0.8 s
-(it pulls in pandas), and commands such as ``memsearch --help`` must not pay for it.
+into a :mod:`memsearch.errors` class with a hint. Milvus Lite is driven in this process by
+:mod:`memsearch.lite`, without pymilvus; pymilvus is imported (inside functions only: it costs
+~0.8 s) for Milvus servers and Zilliz Cloud alone.
 
 Where the original falls short and this module does better (reference-core §23):
 
