@@ -303,12 +303,18 @@ class MemSearch:
         fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
 
         def lexical() -> tuple[MilvusStore, list[Any]]:
-            # On a worker thread while the model embeds the query (which releases the GIL): the
-            # BM25 leg needs no vector, and on a cold start this also opens the store.
             store = self.store
             return store, store.search_leg("sparse", query, top_k=fetch_k, filter_expr=filter_expr)
 
-        vectors, (store, sparse) = await asyncio.gather(embed_query([query]), asyncio.to_thread(lexical))
+        if self._store is None:
+            # A cold start (one CLI search): open the store (Milvus Lite start, jieba) and run the
+            # BM25 leg, which needs no vector, on a worker thread while the model loads and embeds
+            # the query; the model's work releases the GIL, so the two overlap on 2 cores. Once
+            # both are loaded, the same overlap measured no faster (GIL hand-offs eat the gain).
+            vectors, (store, sparse) = await asyncio.gather(embed_query([query]), asyncio.to_thread(lexical))
+        else:
+            vectors = await embed_query([query])
+            store, sparse = lexical()
         dense = store.search_leg("dense", vectors[0], top_k=fetch_k, filter_expr=filter_expr)
         results = fuse({"dense": dense, "sparse": sparse}, hybrid_weights(query), fetch_k)
         if self._reranker_model and results:

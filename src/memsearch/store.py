@@ -973,8 +973,8 @@ class MilvusStore:
         """One retriever's raw hits, best first: ``"dense"`` (``query`` is the embedding) or
         ``"sparse"`` (``query`` is the text, scored by BM25). Combine legs with :func:`fuse`.
 
-        The two legs are separate calls so a caller can run the BM25 leg while the model is still
-        embedding the query (``MemSearch.search`` does).
+        The two legs are separate calls so a caller can run the BM25 leg before the query vector
+        exists (``MemSearch.search`` does on a cold start, while the model loads).
         """
         self._require_collection()
         if top_k <= 0:
