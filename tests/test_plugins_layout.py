@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import memsearch
-from memsearch.hooks.engine import EVENT_ALIASES
+from memsearch.hooks.engine import ACTIONS, EVENT_ALIASES
+from memsearch.hooks.events import EVENTS
 from memsearch.hooks.platforms import PLATFORMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +94,7 @@ def test_claude_code_hooks_cover_every_event_of_the_engine() -> None:
         assert hook.get("async", False) is (host_event == "Stop")  # only the capture runs in the background
 
 
-@pytest.mark.parametrize("platform", ["claude-code", "codex"])
+@pytest.mark.parametrize("platform", ["claude-code", "codex", "openclaw", "opencode"])
 def test_skills_have_frontmatter_naming_their_folder(platform: str) -> None:
     skills = sorted((PLUGINS / platform / "skills").glob("*/SKILL.md"))
     assert {s.parent.name for s in skills} == {"memory-recall", "memory-config"}
@@ -104,10 +105,16 @@ def test_skills_have_frontmatter_naming_their_folder(platform: str) -> None:
         fields = dict(line.split(": ", 1) for line in head.splitlines())
         assert fields["name"] == skill.parent.name
         assert len(fields["description"]) > 80
-        # Claude Code runs these skills in a forked context; Codex has no such field.
+        # Claude Code runs these skills in a forked context; the other hosts have no such field.
         assert ("context" in fields) is (platform == "claude-code")
+        if platform == "openclaw":  # OpenClaw reads its own metadata block as JSON
+            assert "openclaw" in json.loads(fields["metadata"])
+        # Every command a skill shows for this platform is one the hook engine has.
+        for action in re.findall(rf"hook {platform} ([a-z-]+)", body):
+            assert action in ACTIONS or action in EVENTS, action
         assert (
             "memsearch transcript" in body
             or "__MEMSEARCH__ transcript" in body
+            or "memory_transcript" in body  # the OpenClaw/OpenCode tool that runs it
             or skill.parent.name != "memory-recall"
         )
