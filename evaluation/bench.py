@@ -235,7 +235,7 @@ def main() -> None:
     rows.append(("one changed file (incl. embedding it)", f"{median(edits):.2f} s", "≤ 0.8 s + embedding"))
 
     # CLI search, service off and on
-    # A different query each run: a repeated one would be answered from the embedding cache.
+    # A different query each run, as real use asks (no warm caches from the previous run).
     def search(query: str) -> float:
         return run(memsearch_cmd("search", query, "-j", "--milvus-uri", uri), env)
 
