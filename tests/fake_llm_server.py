@@ -19,10 +19,12 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+
+from fake_servers import JsonHandler, serving
 
 __all__ = ["FakeLLMServer", "LLMRequest", "fake_llm"]
 
@@ -128,22 +130,7 @@ class FakeLLMServer:
 
 
 def _handler(state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-            pass
-
-        def _send(self, status: int, payload: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            try:
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             body = json.loads(raw) if raw else None
@@ -167,16 +154,6 @@ def _handler(state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
 def fake_llm() -> Iterator[FakeLLMServer]:
     """A running fake LLM server on 127.0.0.1 (random free port); ``.url`` is its root."""
     state = FakeLLMServer()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm-api", daemon=True
-    )
-    thread.start()
-    try:
+    with serving(_handler(state), "fake-llm-api") as url:
+        state.url = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)

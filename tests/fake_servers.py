@@ -15,6 +15,7 @@ few), ``server.delay(seconds)``. Use the ``fake_api`` fixture.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -28,6 +29,42 @@ from typing import Any
 import pytest
 
 DEFAULT_DIMENSION = 8
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """Base of the fake servers' handlers: quiet, keep-alive, JSON answers with a length."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        try:
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+            self.close_connection = True
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], name: str) -> Iterator[str]:
+    """Run ``handler`` on 127.0.0.1 (a free port) in a thread; yields the server's root URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=name, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 @dataclass
@@ -149,22 +186,7 @@ class FakeEmbeddingServer:
 
 
 def _handler(state: FakeEmbeddingServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-            pass
-
-        def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            try:
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
-                self.close_connection = True
-
+    class Handler(JsonHandler):
         def do_GET(self) -> None:
             headers = {k.lower(): v for k, v in self.headers.items()}
             state.requests.append(Recorded("GET", self.path, headers, None))
@@ -205,16 +227,6 @@ def _handler(state: FakeEmbeddingServer) -> type[BaseHTTPRequestHandler]:
 def fake_api() -> Iterator[FakeEmbeddingServer]:
     """A running fake embeddings server on 127.0.0.1 (random free port); ``.url`` is its root."""
     state = FakeEmbeddingServer()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-embedding-api", daemon=True
-    )
-    thread.start()
-    try:
+    with serving(_handler(state), "fake-embedding-api") as url:
+        state.url = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
