@@ -36,6 +36,7 @@ from memsearch.chunker import (
     find_headings,
     split_lines,
 )
+from memsearch.indexer import chunk_record
 
 #: Candidates fetched per final result when a reranker runs (as ``MemSearch.search`` does).
 RERANK_FACTOR = 3
@@ -215,33 +216,23 @@ class Harness:
             dimension=self.embedder.dimension,
             analyzer=config.analyzer,
         )
-        rows: list[dict[str, Any]] = []
+        chunks: list[tuple[str, Chunk]] = []
         texts: list[str] = []
         for path in sorted(dataset.corpus.resolve().rglob("*.md")):
             text = path.read_text(encoding="utf-8")
             for chunk, embedded in corpus_chunks(path, text, config):
-                rows.append(
-                    {
-                        "chunk_hash": compute_chunk_id(
-                            chunk.source, chunk.start_line, chunk.end_line, chunk.content_hash, self.model
-                        ),
-                        "content": chunk.content,
-                        "source": chunk.source,
-                        "heading": chunk.heading,
-                        "heading_level": chunk.heading_level,
-                        "start_line": chunk.start_line,
-                        "end_line": chunk.end_line,
-                    }
+                chunk_id = compute_chunk_id(
+                    chunk.source, chunk.start_line, chunk.end_line, chunk.content_hash, self.model
                 )
+                chunks.append((chunk_id, chunk))
                 texts.append(embedded)
-        for start in range(0, len(rows), 256):
-            part = rows[start : start + 256]
+        for start in range(0, len(chunks), 256):
             vectors = await self.embedder.embed(texts[start : start + 256])
-            for row, vector in zip(part, vectors, strict=True):
-                row["embedding"] = list(vector)
-            store.upsert(part)
+            part = chunks[start : start + 256]
+            records = [chunk_record(cid, chunk, vec) for (cid, chunk), vec in zip(part, vectors, strict=True)]
+            store.upsert(records)
         self._stores[key] = store
-        self._chunk_counts[key] = len({row["chunk_hash"] for row in rows})
+        self._chunk_counts[key] = len({chunk_id for chunk_id, _ in chunks})
         return store
 
     def reranker(self, model: str) -> Any:

@@ -455,9 +455,8 @@ class Indexer:
                     raise EmbeddingError(
                         f"the embedding provider returned {len(vectors)} vectors for {len(part)} texts"
                     )
-                records = [
-                    _record(w.ids[i], w.chunks[i], vec) for (w, i), vec in zip(part, vectors, strict=True)
-                ]
+                pairs = zip(part, vectors, strict=True)
+                records = [chunk_record(w.ids[i], w.chunks[i], vec) for (w, i), vec in pairs]
                 await settle()
                 stored_part = part
                 storing = asyncio.ensure_future(asyncio.to_thread(store_batch, records))
@@ -494,7 +493,7 @@ def _entry_matches(manifest: Manifest, f: ScannedFile) -> bool:
     return entry is not None and entry.same_stat(f)
 
 
-def _record(chunk_id: str, chunk: Chunk, vector: Sequence[float]) -> dict[str, Any]:
+def chunk_record(chunk_id: str, chunk: Chunk, vector: Sequence[float]) -> dict[str, Any]:
     """The row upserted for one chunk (reference §3: original content, not the cleaned text)."""
     return {
         "chunk_hash": chunk_id,
