@@ -16,15 +16,6 @@ from memsearch.errors import IndexingFailedError
 @common_options
 @indexing_options
 @click.option("--force", is_flag=True, help="Re-embed every chunk, even unchanged ones.")
-@click.option(
-    "--max-chunk-size",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Max chunk size in characters (must be >= 1).",
-)
-@click.option(
-    "--description", default=None, help="Collection description (used when the collection is created)."
-)
 def index(paths: tuple[str, ...], force: bool, description: str | None, **flags: Any) -> None:
     """Index markdown files from PATHS.
 

@@ -63,9 +63,21 @@ common_options = _apply(
     ]
 )
 
-#: File selection for commands that scan folders (index, watch).
+#: File selection, chunking and the collection's description, for commands that index folders
+#: (index, watch).
 indexing_options = _apply(
     [
+        click.option(
+            "--max-chunk-size",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Max chunk size in characters (must be >= 1).",
+        ),
+        click.option(
+            "--description",
+            default=None,
+            help="Collection description (used when the collection is created).",
+        ),
         click.option(
             "--ignore-file",
             "ignore_files",

@@ -38,15 +38,6 @@ STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
     default=None,
     help="Milliseconds a file must stay unchanged before it is re-indexed (default 1500).",
 )
-@click.option(
-    "--max-chunk-size",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Max chunk size in characters (must be >= 1).",
-)
-@click.option(
-    "--description", default=None, help="Collection description (used when the collection is created)."
-)
 def watch(paths: tuple[str, ...], description: str | None, **flags: Any) -> None:
     """Index PATHS, then keep the index updated as files change.
 
