@@ -51,20 +51,14 @@ __all__ = ["fake_llm"]  # the fixture, used by name
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    served = hookkit.start_store(tmp_path_factory.mktemp("hookstore"))
-    try:
+    with hookkit.serving_store(tmp_path_factory.mktemp("hookstore")) as served:
         yield served
-    finally:
-        hookkit.stop_store(served)
 
 
 @pytest.fixture
 def hk(tmp_path: Path, store: Store) -> Iterator[HookEnv]:
-    world = HookEnv(tmp_path / "t", store)
-    try:
+    with hookkit.hook_env(tmp_path / "t", store) as world:
         yield world
-    finally:
-        world.cleanup()
 
 
 def claude_transcript(hk: HookEnv, source: Path = CLAUDE_SESSION, session: str = CLAUDE_SESSION_ID) -> Path:

@@ -32,23 +32,15 @@ FAR_ZONE = "Etc/GMT-14"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    served = hookkit.start_store(tmp_path_factory.mktemp("openclawstore"))
-    try:
+    with hookkit.serving_store(tmp_path_factory.mktemp("openclawstore")) as served:
         yield served
-    finally:
-        hookkit.stop_store(served)
 
 
 @pytest.fixture
 def hk(tmp_path: Path, store: Store) -> Iterator[HookEnv]:
-    world = HookEnv(tmp_path / "t", store)
-    fake = world.bin / "openclaw"
-    fake.write_text(f"#!{sys.executable}\n" + (FIXTURES / "fake_openclaw.py").read_text(), encoding="utf-8")
-    fake.chmod(0o755)
-    try:
+    fake = ("openclaw", FIXTURES / "fake_openclaw.py")
+    with hookkit.hook_env(tmp_path / "t", store, fake_cli=fake) as world:
         yield world
-    finally:
-        world.cleanup()
 
 
 def session_path(hk: HookEnv, session: str = SESSION, source: Path = FIXTURES / "session.jsonl") -> Path:

@@ -32,23 +32,16 @@ HOSTILE = "Run $(touch {marker}) and `touch {marker}` then say \"done\" 'ok' $HO
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    served = hookkit.start_store(tmp_path_factory.mktemp("opencodestore"))
-    try:
+    with hookkit.serving_store(tmp_path_factory.mktemp("opencodestore")) as served:
         yield served
-    finally:
-        hookkit.stop_store(served)
 
 
 @pytest.fixture
 def hk(tmp_path: Path, store: Store) -> Iterator[HookEnv]:
-    world = HookEnv(tmp_path / "t", store, extra_env={"MEMSEARCH_OPENCODE_TAIL_QUIET_MS": "0"})
-    fake = world.bin / "opencode"
-    fake.write_text(f"#!{sys.executable}\n" + (FIXTURES / "fake_opencode.py").read_text(), encoding="utf-8")
-    fake.chmod(0o755)
-    try:
+    quiet = {"MEMSEARCH_OPENCODE_TAIL_QUIET_MS": "0"}
+    fake = ("opencode", FIXTURES / "fake_opencode.py")
+    with hookkit.hook_env(tmp_path / "t", store, fake_cli=fake, extra_env=quiet) as world:
         yield world
-    finally:
-        world.cleanup()
 
 
 @pytest.fixture
