@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, find_git_root, render_hook_json
 from memsearch.hooks.collection import absolute_path
-from memsearch.hooks.summarize import log, nested_env, private_dir, render_turn, run_host
+from memsearch.hooks.summarize import host_cli, log, nested_env, private_dir, render_turn, run_host
 
 __all__ = ["PLATFORM", "capture_last_turn", "claude_summarizer", "project_dir"]
 
@@ -81,9 +80,8 @@ def claude_summarizer(ctx: HookContext, prompt: str) -> str | None:
     release has it) keeps every hook out, ours included; ``MEMSEARCH_DISABLE=1`` makes our hooks
     refuse even if some still fired; ``CLAUDECODE`` is removed so the nested CLI agrees to start.
     """
-    exe = shutil.which("claude", path=ctx.env.get("PATH"))
+    exe = host_cli(ctx, "claude")
     if exe is None:
-        log("claude is not on PATH; trying the next summariser")
         return None
     env = nested_env(ctx)
     with private_dir() as folder:
@@ -102,10 +100,7 @@ def claude_summarizer(ctx: HookContext, prompt: str) -> str | None:
         if "--settings" in help_text:
             argv += ["--settings", NO_HOOKS_SETTINGS]
         result = run_host(argv, stdin=prompt, env=env, timeout=ctx.platform.summarizer_timeout, cwd=folder)
-    if not result.ok:
-        log(f"claude summariser failed: {result.reason}")
-        return None
-    return result.stdout
+    return result.answer("claude")
 
 
 PLATFORM = Platform(

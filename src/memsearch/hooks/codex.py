@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, find_git_root, render_hook_json
 from memsearch.hooks.collection import absolute_path
-from memsearch.hooks.summarize import log, nested_env, private_dir, render_turn, run_host
+from memsearch.hooks.summarize import host_cli, log, nested_env, private_dir, render_turn, run_host
 
 __all__ = ["PLATFORM", "capture_rollout_turn", "codex_summarizer", "history_question", "project_dir"]
 
@@ -124,9 +123,8 @@ def codex_summarizer(ctx: HookContext, prompt: str) -> str | None:
     The answer is taken from ``--output-last-message`` (progress lines on stdout are not the
     answer), falling back to stdout.
     """
-    exe = shutil.which("codex", path=ctx.env.get("PATH"))
+    exe = host_cli(ctx, "codex")
     if exe is None:
-        log("codex is not on PATH; trying the next summariser")
         return None
     model = ctx.plugin.summarize.model or ctx.platform.default_model
     with private_dir() as folder:
@@ -141,12 +139,7 @@ def codex_summarizer(ctx: HookContext, prompt: str) -> str | None:
             text = answer.read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = ""
-    if text.strip():
-        return text
-    if not result.ok:
-        log(f"codex summariser failed: {result.reason}")
-        return None
-    return result.stdout
+    return text if text.strip() else result.answer("codex")
 
 
 PLATFORM = Platform(

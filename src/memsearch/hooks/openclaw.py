@@ -21,14 +21,13 @@ everything else happens here.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, Reply, dumps
 from memsearch.hooks.collection import absolute_path
-from memsearch.hooks.summarize import log, nested_env, private_dir, render_turn, run_host
+from memsearch.hooks.summarize import host_cli, log, render_turn, run_summarizer
 
 __all__ = [
     "PLATFORM",
@@ -129,21 +128,15 @@ def openclaw_summarizer(ctx: HookContext, prompt: str) -> str | None:
     and newlines as plain text. The run uses its own session id, an empty private folder and
     ``MEMSEARCH_DISABLE=1`` so this plugin does not capture the summariser's own turn.
     """
-    exe = shutil.which("openclaw", path=ctx.env.get("PATH"))
+    exe = host_cli(ctx, "openclaw")
     if exe is None:
-        log("openclaw is not on PATH; trying the next summariser")
         return None
     argv = [exe, "agent", "--local", "--session-id", SUMMARY_SESSION]
     model = ctx.plugin.summarize.model or ctx.platform.default_model
     if model:
         argv += ["--model", model]
     argv += ["-m", prompt]
-    with private_dir() as folder:
-        result = run_host(argv, env=nested_env(ctx), timeout=ctx.platform.summarizer_timeout, cwd=folder)
-    if not result.ok:
-        log(f"openclaw summariser failed: {result.reason}")
-        return None
-    return result.stdout
+    return run_summarizer(ctx, argv)
 
 
 def render_reply(host_event: str, reply: Reply) -> str:

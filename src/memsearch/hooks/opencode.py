@@ -18,13 +18,12 @@ daemon (:mod:`memsearch.hooks.opencode_daemon`) polls OpenCode's database for fi
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, Reply, dumps
 from memsearch.hooks.collection import absolute_path
-from memsearch.hooks.summarize import log, nested_env, private_dir, render_turn, run_host
+from memsearch.hooks.summarize import host_cli, log, render_turn, run_summarizer
 
 __all__ = [
     "PLATFORM",
@@ -96,21 +95,15 @@ def capture_turn(ctx: HookContext) -> Capture | None:
 
 def opencode_summarizer(ctx: HookContext, prompt: str) -> str | None:
     """``opencode run [-m model] <prompt>``: the prompt is one argv element, never shell text."""
-    exe = shutil.which("opencode", path=ctx.env.get("PATH"))
+    exe = host_cli(ctx, "opencode")
     if exe is None:
-        log("opencode is not on PATH; trying the next summariser")
         return None
     argv = [exe, "run"]
     model = ctx.plugin.summarize.model or ctx.platform.default_model
     if model:
         argv += ["-m", model]
     argv.append(prompt)
-    with private_dir() as folder:
-        result = run_host(argv, env=nested_env(ctx), timeout=ctx.platform.summarizer_timeout, cwd=folder)
-    if not result.ok:
-        log(f"opencode summariser failed: {result.reason}")
-        return None
-    return result.stdout
+    return run_summarizer(ctx, argv)
 
 
 def render_reply(host_event: str, reply: Reply) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -150,6 +151,29 @@ class HostResult:
     @property
     def ok(self) -> bool:
         return not self.reason
+
+    def answer(self, host: str) -> str | None:
+        """The answer, or ``None`` (logged) so the chain tries the next summariser."""
+        if not self.ok:
+            log(f"{host} summariser failed: {self.reason}")
+            return None
+        return self.stdout
+
+
+def host_cli(ctx: HookContext, name: str) -> str | None:
+    """The host's CLI on the hook's PATH, or ``None`` (logged) so the chain tries the next one."""
+    exe = shutil.which(name, path=ctx.env.get("PATH"))
+    if exe is None:
+        log(f"{name} is not on PATH; trying the next summariser")
+    return exe
+
+
+def run_summarizer(ctx: HookContext, argv: Sequence[str], *, stdin: str = "") -> str | None:
+    """Run a host's summariser command in an empty private folder, as a nested agent."""
+    with private_dir() as folder:
+        timeout = ctx.platform.summarizer_timeout
+        result = run_host(argv, stdin=stdin, env=nested_env(ctx), timeout=timeout, cwd=folder)
+    return result.answer(Path(argv[0]).name)
 
 
 def nested_env(ctx: HookContext, **extra: str) -> dict[str, str]:
