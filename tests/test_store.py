@@ -602,6 +602,17 @@ def test_long_fields_are_truncated_not_fatal(open_store: Callable[..., MilvusSto
     assert opened.get_by_hash("normal") is not None
 
 
+def test_lite_engine_failures_of_any_type_become_store_errors(tmp_path: Path) -> None:
+    """The in-process engine raises plain Python errors too (here numpy's ValueError for a vector of
+    words); they surface as one StoreError, as they did through milvus-lite's gRPC layer."""
+    with MilvusStore(str(tmp_path / "m.db"), dimension=DIM) as opened:
+        opened.upsert([chunk("h1", "alpha notes")])
+        with pytest.raises(errors.StoreError, match="ValueError") as info:
+            opened.search_leg("dense", ["not a number"] * DIM, top_k=1)  # type: ignore[list-item]
+        assert type(info.value) is errors.StoreError
+        assert opened.search(axis(0), query_text="alpha", top_k=1)[0]["chunk_hash"] == "h1"  # still usable
+
+
 def test_driver_errors_become_store_errors(open_store: Callable[..., MilvusStore]) -> None:
     opened = open_store()
     with pytest.raises(errors.StoreError) as info:

@@ -10,15 +10,37 @@ round; tests/test_store.py checks both directions.
 
 :class:`LiteClient` answers the part of ``pymilvus.MilvusClient`` that ``MilvusStore`` calls, with
 the same arguments and result shapes, so the store has one code path for Lite and for servers.
-Engine exceptions pass through unchanged (their module is ``milvus_lite``, which the store turns
-into memsearch errors like any driver error).
+Engine failures of every type come out as milvus-lite errors (its gRPC layer answered them as a
+status with the reason), which the store turns into one-line memsearch errors like any driver error.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _engine_call(fn: F) -> F:
+    """Let an engine failure of any type (a ValueError from numpy, an OSError from a full disk) out
+    as a ``milvus_lite`` error, so the store reports it as a store error instead of a traceback."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if type(exc).__module__.split(".", 1)[0] == "milvus_lite":
+                raise
+            from milvus_lite import MilvusLiteError
+
+            raise MilvusLiteError(f"{type(exc).__name__}: {exc}") from exc
+
+    return call  # type: ignore[return-value]
+
 
 #: Databases open in this process: resolved path -> [engine, number of clients using it, write
 #: lock]. The engine holds an exclusive lock on its directory, so every store in a process (the
@@ -107,6 +129,7 @@ class _Pages:
 class LiteClient:
     """A Milvus Lite database directory, opened in this process (see the module docstring)."""
 
+    @_engine_call
     def __init__(self, path: str) -> None:
         self._path = path
         #: Writes to one database are serialised: the store upserts from worker threads (while the
@@ -134,9 +157,11 @@ class LiteClient:
     def _collection(self, name: str) -> Any:
         return self._db.get_collection(name)
 
+    @_engine_call
     def has_collection(self, name: str) -> bool:
         return bool(self._db.has_collection(name))
 
+    @_engine_call
     def describe_collection(self, name: str) -> dict[str, Any]:
         """The collection in the shape pymilvus describes it (the parts the store reads)."""
         schema = self._collection(name).schema
@@ -160,6 +185,7 @@ class LiteClient:
             "properties": dict(schema.properties),
         }
 
+    @_engine_call
     def create_collection(
         self,
         name: str,
@@ -171,30 +197,36 @@ class LiteClient:
         with self._writing:
             self._db.create_collection(name, schema.build(), properties=properties or None)
 
+    @_engine_call
     def create_index(self, name: str, index_params: _IndexParams, *, sync: bool = True) -> None:
         collection = self._collection(name)
         with self._writing:
             for field, params in index_params.specs:
                 collection.create_index(field, params)
 
+    @_engine_call
     def load_collection(self, name: str) -> None:
         self._collection(name).load()
 
+    @_engine_call
     def drop_collection(self, name: str) -> None:
         with self._writing:
             self._db.drop_collection(name)
 
+    @_engine_call
     def flush(self, name: str) -> None:
         with self._writing:
             self._collection(name).flush()
 
     # -- rows -------------------------------------------------------------------------------
 
+    @_engine_call
     def upsert(self, name: str, *, data: list[dict[str, Any]]) -> dict[str, int]:
         collection = self._collection(name)
         with self._writing:
             return {"upsert_count": len(collection.upsert(data))}
 
+    @_engine_call
     def delete(self, name: str, *, filter: str = "", ids: Iterable[Any] | None = None) -> dict[str, int]:
         collection = self._collection(name)
         if ids is None:
@@ -203,6 +235,7 @@ class LiteClient:
         with self._writing:
             return {"delete_count": collection.delete(pks) if pks else 0}
 
+    @_engine_call
     def search(
         self,
         name: str,
@@ -224,6 +257,7 @@ class LiteClient:
             search_params=search_params.get("params") or None,
         )
 
+    @_engine_call
     def query(
         self, name: str, *, filter: str = "", output_fields: list[str] | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
@@ -233,6 +267,7 @@ class LiteClient:
             return [{"count(*)": count}]
         return collection.query(filter or None, output_fields=output_fields, limit=limit)
 
+    @_engine_call
     def query_iterator(
         self, name: str, *, batch_size: int, filter: str = "", output_fields: list[str] | None = None
     ) -> _Pages:
