@@ -171,7 +171,7 @@ class Backend:
 async def _call_openai(call: _Call) -> str:
     import openai
 
-    from memsearch.embeddings.openai import _body_text, _cause_text
+    from memsearch.embeddings.openai import sdk_errors
 
     client = openai.AsyncOpenAI(
         api_key=call.api_key or PLACEHOLDER_KEY,
@@ -181,17 +181,10 @@ async def _call_openai(call: _Call) -> str:
     )
     url = f"{call.base_url}/chat/completions"
     try:
-        response = await client.chat.completions.create(
-            model=call.model, messages=[{"role": "user", "content": call.prompt}]
-        )
-    except openai.APITimeoutError:
-        raise call.errors.timed_out(url, call.timeout) from None
-    except openai.APIConnectionError as exc:
-        raise call.errors.unreachable(url, _cause_text(exc)) from None
-    except openai.APIStatusError as exc:
-        raise call.errors.http_status(url, exc.status_code, _body_text(exc)) from None
-    except (openai.OpenAIError, ValueError) as exc:
-        raise call.errors.bad_response(url, str(exc) or type(exc).__name__) from None
+        with sdk_errors(call.errors, url, call.timeout):
+            response = await client.chat.completions.create(
+                model=call.model, messages=[{"role": "user", "content": call.prompt}]
+            )
     finally:
         await client.close()
     if isinstance(response, (str, bytes)):  # the SDK hands back a body it could not decode

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
 
 import openai
@@ -81,16 +81,8 @@ class OpenAIEmbedding(BatchingEmbedder):
 
     async def _embed_batch(self, conn: Any, texts: list[str], *, query: bool) -> list[list[float]]:
         url = f"{self.base_url}/embeddings"
-        try:
+        with sdk_errors(self.errors, url, self.timeout):
             response = await conn.embeddings.create(input=texts, model=self._model, encoding_format="float")
-        except openai.APITimeoutError:
-            raise self.errors.timed_out(url, self.timeout) from None
-        except openai.APIConnectionError as exc:
-            raise self.errors.unreachable(url, _cause_text(exc)) from None
-        except openai.APIStatusError as exc:
-            raise self.errors.http_status(url, exc.status_code, _body_text(exc)) from None
-        except (openai.OpenAIError, ValueError) as exc:
-            raise self.errors.bad_response(url, str(exc) or type(exc).__name__) from None
         if isinstance(response, (str, bytes)):  # the SDK hands back a body it could not decode
             raise self.errors.bad_response(url, f"not JSON ({str(response)[:80]!r})")
         try:
@@ -98,6 +90,22 @@ class OpenAIEmbedding(BatchingEmbedder):
             return [list(map(float, item.embedding)) for item in items]
         except (AttributeError, TypeError, ValueError) as exc:
             raise self.errors.bad_response(url, f"no embeddings where expected ({exc!r})") from None
+
+
+@contextlib.contextmanager
+def sdk_errors(errors: ApiErrors, url: str, timeout: float) -> Iterator[None]:
+    """Turn the openai SDK's exceptions (embeddings here, chat completions in ``llm.py``) into
+    memsearch's one-line errors for ``url``."""
+    try:
+        yield
+    except openai.APITimeoutError:
+        raise errors.timed_out(url, timeout) from None
+    except openai.APIConnectionError as exc:
+        raise errors.unreachable(url, _cause_text(exc)) from None
+    except openai.APIStatusError as exc:
+        raise errors.http_status(url, exc.status_code, _body_text(exc)) from None
+    except (openai.OpenAIError, ValueError) as exc:
+        raise errors.bad_response(url, str(exc) or type(exc).__name__) from None
 
 
 def _cause_text(exc: BaseException) -> str:
