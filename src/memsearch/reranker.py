@@ -33,8 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memsearch.errors import ModelNotFoundError
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -94,32 +92,17 @@ def _from_package(model: str, tried: list[str]) -> ModelFiles | None:
 
 def resolve_reranker_files(model: str) -> ModelFiles:
     """Find a cross-encoder's ONNX graph and tokenizer, in the embedding models' order (DESIGN §5)."""
-    from memsearch.embeddings import onnx as onnx_models
+    from memsearch.embeddings.onnx import resolve_model_files
 
-    resolvers = (
-        onnx_models._from_directory,
-        _from_package,
-        onnx_models._from_hf_cache,
-        onnx_models._from_hub,
-    )
-    tried: list[str] = []
-    for resolver in resolvers:
-        try:
-            found = resolver(model, tried)
-        except ModelNotFoundError as exc:  # a named directory that is not usable
-            raise ModelNotFoundError(
-                f"Reranker model: {exc.message}",
-                hint="Set reranker.model to a directory holding model.onnx and tokenizer.json, "
-                "or to a model id; an empty reranker.model turns reranking off.",
-            ) from exc
-        if found is not None:
-            return found
-    listing = "; ".join(f"({i}) {entry}" for i, entry in enumerate(tried, 1))
-    raise ModelNotFoundError(
-        f"Could not find the ONNX reranker model '{model}'. Tried: {listing}.",
+    return resolve_model_files(
+        model,
+        what="reranker model",
+        from_package=_from_package,
         hint="Set reranker.model to a directory holding model.onnx and tokenizer.json; or, with "
         'internet, pip install "memsearch[hub]" and unset HF_HUB_OFFLINE; or set reranker.model '
         'to "" to turn reranking off.',
+        directory_hint="Set reranker.model to a directory holding model.onnx and tokenizer.json, "
+        "or to a model id; an empty reranker.model turns reranking off.",
     )
 
 

@@ -336,27 +336,40 @@ def _from_hub(model: str, tried: list[str]) -> ModelFiles | None:
     return ModelFiles(paths[onnx_name], paths["tokenizer.json"], f"HuggingFace hub {model}")
 
 
-_RESOLVERS: tuple[Callable[[str, list[str]], ModelFiles | None], ...] = (
-    _from_directory,
-    _from_package,
-    _from_hf_cache,
-    _from_hub,
+Resolver = Callable[[str, list[str]], "ModelFiles | None"]
+
+_NOT_FOUND_HINT = (
+    "Check embedding.model; or set it to a directory holding model.onnx and tokenizer.json; "
+    'or, with internet, pip install "memsearch[hub]" and unset HF_HUB_OFFLINE to download it.'
 )
 
 
-def resolve_model_files(model: str) -> ModelFiles:
-    """Find ``model``'s ONNX graph and tokenizer (DESIGN §5 order); raise naming every place tried."""
+def resolve_model_files(
+    model: str,
+    *,
+    what: str = "embedding model",
+    from_package: Resolver = _from_package,
+    hint: str = _NOT_FOUND_HINT,
+    directory_hint: str | None = None,
+) -> ModelFiles:
+    """Find ``model``'s ONNX graph and tokenizer (DESIGN §5 order); raise naming every place tried.
+
+    The cross-encoder reranker resolves its models the same way, with its own package table, its
+    wording (``what``) and hints; with ``directory_hint``, an unusable named directory is reported
+    as ``"<What>: <reason>"`` with that hint.
+    """
     tried: list[str] = []
-    for resolver in _RESOLVERS:
-        found = resolver(model, tried)
+    for resolver in (_from_directory, from_package, _from_hf_cache, _from_hub):
+        try:
+            found = resolver(model, tried)
+        except ModelNotFoundError as exc:  # a named directory that is not usable
+            if directory_hint is None:
+                raise
+            raise ModelNotFoundError(f"{what.capitalize()}: {exc.message}", hint=directory_hint) from exc
         if found is not None:
             return found
     listing = "; ".join(f"({i}) {entry}" for i, entry in enumerate(tried, 1))
-    raise ModelNotFoundError(
-        f"Could not find the ONNX embedding model '{model}'. Tried: {listing}.",
-        hint="Check embedding.model; or set it to a directory holding model.onnx and tokenizer.json; "
-        'or, with internet, pip install "memsearch[hub]" and unset HF_HUB_OFFLINE to download it.',
-    )
+    raise ModelNotFoundError(f"Could not find the ONNX {what} '{model}'. Tried: {listing}.", hint=hint)
 
 
 # --- settings a sentence-transformers export carries ------------------------------------------
