@@ -1,0 +1,319 @@
+"""The real host CLIs for the real-host tests: pinned npm installs, an isolated world, leak checks.
+
+Why: our plugins only count as working when the hosts themselves run them. The tests install
+Claude Code, Codex, OpenCode and OpenClaw from the npm registry at the versions below (once, into a
+cache folder outside the tests' HOME, so reruns cost nothing), give every session its own HOME /
+XDG / CODEX_HOME, and tag every process they start with a marker variable, so that a memsearch
+process the session left behind is found by its environment (``leftovers``), not guessed by name.
+
+``MEMSEARCH_HOSTS_CACHE`` moves the cache folder (default ``~/.cache/memsearch-test-hosts``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Resolved at import, before the autouse fixture points HOME at a temporary folder.
+CACHE = Path(os.environ.get("MEMSEARCH_HOSTS_CACHE") or Path.home() / ".cache" / "memsearch-test-hosts")
+
+#: The node that hosts needing a newer one than the machine's run on (a registry package).
+NODE = "node@24.21.0"
+
+#: The environment variable every process of one real-host session carries.
+MARKER_ENV = "MEMSEARCH_TEST_SESSION"
+
+
+@dataclass(frozen=True)
+class Host:
+    """One host CLI: the npm packages it installs (pinned) and the command it runs."""
+
+    name: str
+    packages: tuple[str, ...]
+    command: str
+    needs_node: str = ""  # an npm "node@x.y.z" package when the machine's node is too old
+
+    @property
+    def version(self) -> str:
+        return self.packages[0].rsplit("@", 1)[1]
+
+
+HOSTS: dict[str, Host] = {
+    host.name: host
+    for host in (
+        Host("claude-code", ("@anthropic-ai/claude-code@2.1.197",), "claude"),
+        Host("codex", ("@openai/codex@0.171.0",), "codex"),
+        Host("opencode", ("opencode-ai@1.18.33",), "opencode"),
+        Host("openclaw", ("openclaw@2026.9.6",), "openclaw", needs_node=NODE),
+    )
+}
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _npm_install(packages: tuple[str, ...], prefix: Path, path_env: str) -> None:
+    """``npm install`` into ``prefix`` once; a ``.installed`` file records success."""
+    done = prefix / ".installed"
+    with _locked(prefix.with_name(prefix.name + ".lock")):
+        if done.exists():
+            return
+        shutil.rmtree(prefix, ignore_errors=True)
+        prefix.mkdir(parents=True)
+        npm = shutil.which("npm", path=path_env) or "npm"
+        subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-save",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                *packages,
+            ],
+            check=True,
+            env={**os.environ, "PATH": path_env},
+            timeout=900,
+        )
+        done.write_text(" ".join(packages) + "\n")
+
+
+def node_bin(package: str = NODE) -> Path:
+    """The bin folder of a node installed from the npm registry (installed on first use)."""
+    prefix = CACHE / package.replace("@", "-")
+    _npm_install((package,), prefix, os.environ.get("PATH", ""))
+    return prefix / "node_modules" / "node" / "bin"
+
+
+def install(name: str) -> Path:
+    """Install host ``name`` (if not yet cached); return the folder to put first on PATH."""
+    host = HOSTS[name]
+    path_env = os.environ.get("PATH", "")
+    if host.needs_node:
+        path_env = f"{node_bin(host.needs_node)}{os.pathsep}{path_env}"
+    prefix = CACHE / f"{name}-{host.version}"
+    _npm_install(host.packages, prefix, path_env)
+    return prefix / "node_modules" / ".bin"
+
+
+def host_path(name: str) -> str:
+    """PATH for a session of host ``name``: the host, its node, memsearch's venv, the system."""
+    host = HOSTS[name]
+    parts = [str(install(name))]
+    if host.needs_node:
+        parts.append(str(node_bin(host.needs_node)))
+    parts += [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
+    return os.pathsep.join(parts)
+
+
+@dataclass
+class World:
+    """An isolated user for one host session: HOME, XDG folders, a project, an env, a marker."""
+
+    home: Path
+    project: Path
+    env: dict[str, str]
+    marker: str
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float = 180,
+        stdin: str | None = None,
+        cwd: Path | None = None,
+        check: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a command in this world (non-interactive), capturing its output."""
+        proc = subprocess.run(
+            argv,
+            cwd=cwd or self.project,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{argv} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+
+def make_world(root: Path, host: str, **extra_env: str) -> World:
+    """A fresh world under ``root`` for ``host``; ``extra_env`` is added to its environment."""
+    home = root / "home"
+    project = root / "project"
+    for folder in (
+        home / ".config",
+        home / ".local" / "share",
+        home / ".cache",
+        home / ".local" / "state",
+        project,
+    ):
+        folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    marker = uuid.uuid4().hex
+    keep = {name: os.environ[name] for name in ("LANG", "LC_ALL", "TZ", "TERM") if name in os.environ}
+    env = {
+        **keep,
+        "HOME": str(home),
+        "USER": os.environ.get("USER", "root"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "CODEX_HOME": str(home / ".codex"),
+        "PATH": host_path(host),
+        "HF_HUB_OFFLINE": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+        MARKER_ENV: marker,
+        **extra_env,
+    }
+    return World(home, project, env, marker)
+
+
+def _environ_of(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def _cmdline_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def marked_processes(marker: str) -> dict[int, str]:
+    """Live processes (pid -> command line) that carry this world's marker, zombies excluded."""
+    needle = f"{MARKER_ENV}={marker}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        pid = int(entry.name)
+        if needle in _environ_of(pid).split(b"\0"):
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state != "Z":
+                found[pid] = _cmdline_of(pid)
+    return found
+
+
+def leftovers(world: World, wait: float = 20.0) -> dict[int, str]:
+    """The world's processes still alive after up to ``wait`` seconds (the answer should be {})."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = marked_processes(world.marker)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.25)
+
+
+def kill_world(world: World) -> None:
+    """Clean-up after a test: SIGKILL whatever the world still runs."""
+    for pid in marked_processes(world.marker):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b[=>]")
+
+
+class Terminal:
+    """A host's interactive UI in a pseudo-terminal: type into it, wait for text on its screen."""
+
+    def __init__(
+        self, argv: list[str], world: World, cwd: Path | None = None, size: tuple[int, int] = (50, 160)
+    ) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: become the host
+            os.chdir(cwd or world.project)
+            os.environ.clear()
+            os.environ.update(
+                {**world.env, "TERM": "xterm-256color", "LINES": str(size[0]), "COLUMNS": str(size[1])}
+            )
+            os.execvp(argv[0], argv)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
+        self.raw = b""
+
+    @property
+    def text(self) -> str:
+        """Everything the host printed so far, without terminal escape codes."""
+        return _ANSI.sub("", self.raw.decode(errors="replace"))
+
+    def pump(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self.fd], [], [], min(left, 0.1))
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                self.raw += chunk
+
+    def expect(self, pattern: str, timeout: float = 60.0, since: int = 0) -> re.Match[str]:
+        """Wait until ``pattern`` (a regex) shows in the output after offset ``since``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            match = re.search(pattern, self.text[since:])
+            if match:
+                return match
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {pattern!r}; screen tail:\n{self.text[-3000:]}")
+            self.pump(0.2)
+
+    def send(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def type_line(self, text: str, pause: float = 0.3) -> None:
+        """Type ``text`` like a person, then press Enter."""
+        self.send(text)
+        self.pump(pause)
+        self.send("\r")
+
+    def wait(self, timeout: float = 30.0) -> int | None:
+        """Wait for the host to exit; its exit status, or None if it is still running."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump(0.1)
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
