@@ -139,3 +139,20 @@ def test_index_reports_failed_files_and_exits_1(run, memory: Path) -> None:
     assert r.stdout == "Indexed 9 chunks.\n"
     assert f"Failed: {memory / 'bad.md'}: " in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("Error: 1 file(s) could not be indexed")
+
+
+def test_default_collection_on_every_store_command(run, memory: Path) -> None:
+    """The original's plugins pass --default-collection to index, search, expand, stats, reset and
+    refuse a CLI without it; --collection (and config files) still win over it."""
+    dc = ("--default-collection", "ms_plugin_1")
+    assert run("index", str(memory), *dc).stdout == "Indexed 9 chunks.\n"
+    assert run("stats", "--collection", "ms_plugin_1", embed=False).stdout == "Total indexed chunks: 9\n"
+    hits = json.loads(run("search", "file watcher", "--json-output", *dc).stdout)
+    assert hits
+    r = run("expand", hits[0]["chunk_hash"], *dc)
+    assert r.exit_code == 0 and hits[0]["source"] in r.stdout
+    assert run("stats", *dc, embed=False).stdout == "Total indexed chunks: 9\n"
+    # An explicit --collection beats the default: a different, empty collection.
+    assert run("index", str(memory), *dc, "--collection", "other").stdout == "Indexed 9 chunks.\n"
+    assert run("reset", "--yes", *dc, embed=False).exit_code == 0
+    assert run("stats", "--collection", "other", embed=False).stdout == "Total indexed chunks: 9\n"

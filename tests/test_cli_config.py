@@ -469,3 +469,18 @@ def test_init_keeps_env_ref_in_boolean() -> None:
     assert "  codex: summarize each turn [env:CODEX_SUMMARIZE]: \n" in result.stdout
     data = load_config_file(global_config_path())
     assert data["plugins"]["codex"]["summarize"]["enabled"] == "env:CODEX_SUMMARIZE"
+
+
+# --- --default-collection (the original's plugins pass it on every call) ---------------------
+
+
+def test_default_collection_yields_to_config_files(isolated_env: Path) -> None:
+    assert run("get", "milvus.collection", "--default-collection", "ms_proj_1").stdout == "ms_proj_1\n"
+    listed = json.loads(run("list", "--json-output", "--default-collection", "ms_proj_1").stdout)
+    assert listed["milvus"]["collection"] == "ms_proj_1"
+    write_global('[milvus]\ncollection = "mine"\n')
+    assert run("get", "milvus.collection", "--default-collection", "ms_proj_1").stdout == "mine\n"
+    assert resolve_config(defaults={"milvus": {"collection": "d"}}).milvus.collection == "mine"
+    assert resolve_config(
+        {"milvus": {"collection": "flag"}}, defaults={"milvus": {"collection": "d"}}
+    ).milvus.collection == "flag"

@@ -39,6 +39,7 @@ from typing import Any
 from memsearch.errors import ConfigEnvVarError, ConfigError, ConfigKeyError, ConfigValueError
 
 __all__ = [
+    "DEFAULT_FLAG_KEYS",
     "DEFAULT_MILVUS_URI",
     "FLAG_KEYS",
     "LLM_DEFAULT_MODELS",
@@ -885,19 +886,29 @@ def merged_file_config(*, include_project: bool = True, cwd: Path | None = None)
     return deep_merge(merged, project_layer) if include_project else merged
 
 
-def resolve_config(overrides: Mapping[str, Any] | None = None, *, cwd: Path | None = None) -> MemSearchConfig:
-    """The effective configuration: defaults < global file < project file (allowlisted) < overrides.
+def resolve_config(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    cwd: Path | None = None,
+) -> MemSearchConfig:
+    """The effective configuration: built-in defaults < ``defaults`` < global file < project file
+    (allowlisted) < ``overrides``.
 
     ``overrides`` is a nested dict (see :func:`overrides_from_flags`); ``None`` values are skipped and
-    unknown keys raise :class:`ConfigKeyError`. ``cwd`` is where the project-file search starts.
-    Raises :class:`ConfigError` subclasses for malformed files, wrong types and unset ``env:``
-    variables. ``cfg.origin`` records the files used and the project keys that were ignored.
+    unknown keys raise :class:`ConfigKeyError`. ``defaults`` has the same shape but yields to every
+    file: it is how an integration supplies a context-derived default (a plugin's per-project
+    collection via ``--default-collection``) that a user's explicit setting still beats.
+    ``cwd`` is where the project-file search starts. Raises :class:`ConfigError` subclasses for
+    malformed files, wrong types and unset ``env:`` variables. ``cfg.origin`` records the files used
+    and the project keys that were ignored.
     """
     global_layer, project_layer, origin = _read_layers(cwd)
-    override_layer = _check_table(
-        MemSearchConfig, _drop_none(overrides or {}), "", "overrides", strict_keys=True
+    default_layer, override_layer = (
+        _check_table(MemSearchConfig, _drop_none(layer or {}), "", name, strict_keys=True)
+        for layer, name in ((defaults, "defaults"), (overrides, "overrides"))
     )
-    merged = deep_merge(deep_merge(global_layer, project_layer), override_layer)
+    merged = deep_merge(deep_merge(deep_merge(default_layer, global_layer), project_layer), override_layer)
     cfg: MemSearchConfig = _build(MemSearchConfig, _resolve_env_tree(merged), MemSearchConfig())
     if not cfg.embedding.model:
         cfg.embedding.model = default_model_for(cfg.embedding.provider)
@@ -960,16 +971,24 @@ FLAG_KEYS: dict[str, str] = {
 }
 
 
-def overrides_from_flags(flags: Mapping[str, Any]) -> dict[str, Any]:
+#: Click parameter name -> dotted config key, for flags that only supply a default: any config file
+#: and the matching plain flag beat them (``--default-collection`` yields to ``milvus.collection``
+#: in a file and to ``--collection``), as in the original, whose plugins pass it on every call.
+DEFAULT_FLAG_KEYS: dict[str, str] = {
+    "default_collection": "milvus.collection",
+}
+
+
+def overrides_from_flags(flags: Mapping[str, Any], table: Mapping[str, str] = FLAG_KEYS) -> dict[str, Any]:
     """The nested override dict for :func:`resolve_config` from a command's Click parameters.
 
-    Names not in :data:`FLAG_KEYS` are ignored (so a command can pass all its parameters) and
-    ``None`` means the flag was not given. ``ignore_files``/``exclude`` extend lists rather than
-    replace them; see :func:`merge_list_flags`.
+    Names not in ``table`` (default :data:`FLAG_KEYS`) are ignored (so a command can pass all its
+    parameters) and ``None`` means the flag was not given. ``ignore_files``/``exclude`` extend lists
+    rather than replace them; see :func:`merge_list_flags`.
     """
     overrides: dict[str, Any] = {}
     for name, value in flags.items():
-        key = FLAG_KEYS.get(name)
+        key = table.get(name)
         if key is not None and value is not None:
             _set_path(overrides, key.split("."), value)
     return overrides
@@ -987,7 +1006,9 @@ def merge_list_flags(
 
 def config_from_flags(flags: Mapping[str, Any], *, cwd: Path | None = None) -> MemSearchConfig:
     """Resolve the config for a command: its flags as overrides, then the list flags appended."""
-    cfg = resolve_config(overrides_from_flags(flags), cwd=cwd)
+    cfg = resolve_config(
+        overrides_from_flags(flags), defaults=overrides_from_flags(flags, DEFAULT_FLAG_KEYS), cwd=cwd
+    )
     return merge_list_flags(cfg, flags.get("ignore_files") or (), flags.get("exclude") or ())
 
 

@@ -19,7 +19,9 @@ import click
 from memsearch.config import (
     LLM_DEFAULT_MODELS,
     PLUGIN_PLATFORMS,
+    MemSearchConfig,
     PromptsConfig,
+    config_from_flags,
     config_to_dict,
     default_model_for,
     filter_project_config,
@@ -33,7 +35,6 @@ from memsearch.config import (
     merged_file_config,
     parse_value,
     project_config_target,
-    resolve_config,
     set_config_value,
     update_config_file,
 )
@@ -239,12 +240,24 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
+_default_collection = click.option(
+    "--default-collection",
+    default=None,
+    help="Collection to assume when no config file names one (what the agent plugins pass).",
+)
+
+
+def _resolved_config(default_collection: str | None) -> MemSearchConfig:
+    return config_from_flags({"default_collection": default_collection})
+
+
 @config.command("get")
 @click.argument("key")
 @click.option("--show-secrets", is_flag=True, help="Print API keys and tokens instead of ********.")
-def get_cmd(key: str, show_secrets: bool) -> None:
+@_default_collection
+def get_cmd(key: str, show_secrets: bool, default_collection: str | None) -> None:
     """Print the resolved value of KEY (a partial key prints a table as JSON)."""
-    value = get_config_value(key)
+    value = get_config_value(key, _resolved_config(default_collection))
     if not show_secrets:
         if isinstance(value, dict):
             value = mask_secrets(value)
@@ -261,7 +274,8 @@ def get_cmd(key: str, show_secrets: bool) -> None:
 @click.option("--project", "scope", flag_value="project", help="The raw project file.")
 @click.option("--json-output", "-j", is_flag=True, help="One line of JSON.")
 @click.option("--show-secrets", is_flag=True, help="Print API keys and tokens instead of ********.")
-def list_cmd(scope: str, json_output: bool, show_secrets: bool) -> None:
+@_default_collection
+def list_cmd(scope: str, json_output: bool, show_secrets: bool, default_collection: str | None) -> None:
     """Show the configuration: resolved, or one file as written."""
     ignored: list[str] = []
     if scope == "global":
@@ -273,7 +287,8 @@ def list_cmd(scope: str, json_output: bool, show_secrets: bool) -> None:
         label = f"Project ({found})" if found else "Project (no .memsearch.toml found)"
         ignored = filter_project_config(data)[1]
     else:
-        data, label = config_to_dict(resolve_config()), "Resolved (all sources merged)"
+        data = config_to_dict(_resolved_config(default_collection))
+        label = "Resolved (all sources merged)"
     if not show_secrets:
         data = mask_secrets(data)
     if json_output:

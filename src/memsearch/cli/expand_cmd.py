@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import echo_json, open_memsearch, store_options
+from memsearch.cli.options import common_options, echo_json, open_memsearch
 
 
 @click.command("expand")
@@ -23,7 +23,7 @@ from memsearch.cli.options import echo_json, open_memsearch, store_options
     default=None,
     help="Show the chunk plus N lines before and after (overrides --section).",
 )
-@store_options
+@common_options
 @click.option("--json-output", "-j", is_flag=True, help="Print as JSON.")
 def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool, **flags: Any) -> None:
     """Show the full section around a chunk (CHUNK_HASH from `memsearch search`)."""

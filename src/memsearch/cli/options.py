@@ -32,6 +32,11 @@ store_options = _apply(
     [
         click.option("--collection", "-c", default=None, help="Milvus collection name."),
         click.option(
+            "--default-collection",
+            default=None,
+            help="Collection to use when neither --collection nor a config file names one.",
+        ),
+        click.option(
             "--milvus-uri",
             default=None,
             help="Milvus URI: a local .db path (Milvus Lite) or http(s)://host:port.",
