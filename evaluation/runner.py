@@ -32,7 +32,6 @@ from memsearch.chunker import (
     Chunk,
     chunk_markdown,
     clean_content_for_embedding,
-    compute_chunk_id,
     find_headings,
     split_lines,
 )
@@ -221,10 +220,7 @@ class Harness:
         for path in sorted(dataset.corpus.resolve().rglob("*.md")):
             text = path.read_text(encoding="utf-8")
             for chunk, embedded in corpus_chunks(path, text, config):
-                chunk_id = compute_chunk_id(
-                    chunk.source, chunk.start_line, chunk.end_line, chunk.content_hash, self.model
-                )
-                chunks.append((chunk_id, chunk))
+                chunks.append((chunk.chunk_id(self.model), chunk))
                 texts.append(embedded)
         for start in range(0, len(chunks), 256):
             vectors = await self.embedder.embed(texts[start : start + 256])

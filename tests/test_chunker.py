@@ -6,6 +6,7 @@ on it.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import random
 import re
@@ -424,3 +425,23 @@ def test_corpus_chunks_fast(corpus: list[Path]) -> None:
     elapsed = time.perf_counter() - started
     assert count == 2000
     assert elapsed < 1.0, f"chunking 2,000 turns took {elapsed:.2f}s"
+
+
+def test_chunk_id_hashes_the_original_range_for_the_last_chunk() -> None:
+    """The original counts a final line break as one more (empty) line, so its last chunk ends one
+    past the file. We display the real last line but hash the original's number: the IDs, and so
+    an index built by either tool, stay the same (measured on journals: every ID equal)."""
+    text = "# A\nalpha body\n\n# B\nbeta body\n"
+    first, last = chunk_markdown(text, "m.md")
+    assert (first.start_line, first.end_line, first.id_end_line) == (1, 3, 0)
+    assert (last.start_line, last.end_line, last.id_end_line) == (4, 5, 6)
+    assert (
+        last.chunk_id("m")
+        == hashlib.sha256(f"markdown:m.md:4:6:{last.content_hash}:m".encode()).hexdigest()[:16]
+    )
+    assert first.chunk_id("m") == compute_chunk_id("m.md", 1, 3, first.content_hash, "m")
+    # Without a final line break the original's range is the real one.
+    (only,) = chunk_markdown("# B\nbeta body", "m.md")
+    assert only.id_end_line == 0 and only.chunk_id("m") == compute_chunk_id(
+        "m.md", 1, 2, only.content_hash, "m"
+    )

@@ -20,7 +20,9 @@ so an index built by one implementation is reused by the other. Deliberate diffe
   reaches a chunk and line numbers are the ones an editor shows. A final line terminator ends the
   last line rather than starting an empty one, so the last section's ``end_line`` is the last line
   that exists in the file (the reference reported one line past it; every other section keeps the
-  reference's range, trailing blank lines included).
+  reference's range, trailing blank lines included). The chunk ID still hashes the reference's
+  range (``Chunk.id_end_line``): IDs are identity, so an index built by either tool is reused by
+  the other without re-embedding a single chunk; only the displayed range is corrected.
 * Large sections are split without the reference's overlap cascade: the overlap carried into the
   next chunk is shortened until it fits, a buffer holding only already-emitted overlap lines is
   never emitted on its own, and every chunk is at most ``max_chunk_size`` characters.
@@ -37,7 +39,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memsearch.errors import ConfigValueError
 
@@ -85,10 +87,19 @@ class Chunk:
     start_line: int
     end_line: int
     content_hash: str = field(default="", repr=False)
+    #: The end line the chunk ID hashes when it differs from ``end_line`` (0: the same). The original
+    #: counted a file's final line break as starting one more line, so its last chunk ends one past
+    #: the file; the ID keeps that number so both tools agree on every ID.
+    id_end_line: int = field(default=0, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.content_hash:
             object.__setattr__(self, "content_hash", compute_content_hash(self.content))
+
+    def chunk_id(self, model: str) -> str:
+        """This chunk's primary key for embeddings made by ``model``."""
+        end = self.id_end_line or self.end_line
+        return compute_chunk_id(self.source, self.start_line, end, self.content_hash, model)
 
 
 @dataclass(frozen=True)
@@ -367,4 +378,7 @@ def chunk_markdown(
             out.emit(section_text, heading, level, start + 1, end)
         else:
             _split_large_section(section_lines, heading, level, start, max_chunk_size, overlap_lines, out)
-    return out.chunks
+    if not text.endswith(("\n", "\r")):
+        return out.chunks
+    last = len(lines)  # the reference saw one more (empty) line after a final line break
+    return [replace(c, id_end_line=last + 1) if c.end_line == last else c for c in out.chunks]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding, compute_chunk_id
+from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding
 from memsearch.errors import EmbeddingError, MemSearchError
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
@@ -264,9 +264,7 @@ class Indexer:
                 failures.append(IndexFailure(source, format_error(exc)))
                 manifest.files.pop(source, None)
                 continue
-            ids = [
-                compute_chunk_id(source, c.start_line, c.end_line, c.content_hash, s.model) for c in chunks
-            ]
+            ids = [c.chunk_id(s.model) for c in chunks]
             entry.chunks = len(chunks)
             work.append(_FileWork(source, entry, chunks, ids))
 
