@@ -190,3 +190,31 @@ def test_every_command_has_help_and_is_documented(command: str) -> None:
     assert r.exit_code == 0 and "Usage: " in r.stdout
     docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
     assert f"## `memsearch {command}`" in docs
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "anything", "--provider", "hash"],
+        ["stats"],
+        ["expand", "0123456789abcdef"],
+        ["search", "anything", "--provider", "hash", "--collection", "other"],
+    ],
+)
+def test_reads_of_a_missing_store_fail_and_create_nothing(
+    tmp_path: Path, notes: Path, command: list[str]
+) -> None:
+    """As in the original: a read of a store or collection that does not exist exits 1 with one
+    line and leaves nothing behind (no database directory, no empty collection)."""
+    db = tmp_path / "store" / "m.db"
+    result = invoke(*command, "--milvus-uri", str(db))
+    assert_one_error(result, "No collection", str(db))
+    assert result.exit_code == 1
+    assert not (tmp_path / "store").exists()
+    if "other" in command:  # an existing database without that collection gains nothing either
+        invoke("index", str(notes), "--provider", "hash", "--milvus-uri", str(db))
+        assert_one_error(invoke(*command, "--milvus-uri", str(db)), "No collection 'other'")
+        assert invoke("stats", "--collection", "other", "--milvus-uri", str(db)).exit_code == 1
+    # reset of nothing is a no-op that creates nothing, like the original's
+    assert invoke("reset", "--yes", "--milvus-uri", str(tmp_path / "none" / "m.db")).exit_code == 0
+    assert not (tmp_path / "none").exists()

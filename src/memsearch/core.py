@@ -132,9 +132,17 @@ class MemSearch:
         """The Milvus store; created (with its collection) on first use."""
         if self._store is None:
             self._store = self._open_store(self.embedder.dimension)
+        elif not self._store.exists:  # opened by a read, which creates nothing
+            self._store.ensure_collection(self.embedder.dimension)
         return self._store
 
-    def _open_store(self, dimension: int | None) -> MilvusStore:
+    def _search_store(self) -> MilvusStore:
+        """A store for search: checks an existing collection's dimension, creates nothing."""
+        if self._store is None:
+            self._store = self._open_store(self.embedder.dimension, create=False)
+        return self._store
+
+    def _open_store(self, dimension: int | None, *, create: bool = True) -> MilvusStore:
         from memsearch.store import MilvusStore
 
         return MilvusStore(
@@ -145,6 +153,7 @@ class MemSearch:
             description=self._description,
             lock_timeout=self._lock_timeout,
             analyzer=self._bm25_analyzer,
+            create=create,
         )
 
     def _read_store(self) -> MilvusStore:
@@ -303,7 +312,7 @@ class MemSearch:
         fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
 
         def lexical() -> tuple[MilvusStore, list[Any]]:
-            store = self.store
+            store = self._search_store()
             return store, store.search_leg("sparse", query, top_k=fetch_k, filter_expr=filter_expr)
 
         if self._store is None:

@@ -469,7 +469,9 @@ class MemoryService:
     async def _warm(ms: MemSearch) -> None:
         # A real search, not just opening: Milvus Lite builds each segment's BM25 index and loads
         # jieba's dictionary on the first search (0.5 s at 2,000 chunks, seconds at 20,000), which
-        # would otherwise land on the first prompt's recall.
+        # would otherwise land on the first prompt's recall. The service owns the store and
+        # writes to it, so it creates a missing collection first (a plain search would not).
+        ms.store  # noqa: B018 (the property opens the store and creates the collection)
         await ms.search("warm-up", top_k=1)
 
     def run(self, coro: Any) -> Any:

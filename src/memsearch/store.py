@@ -583,7 +583,10 @@ class MilvusStore:
     """A memsearch chunk collection in Milvus Lite (a local ``.db`` directory) or a Milvus server.
 
     ``dimension=None`` opens read-only: a missing collection is never created, and reads on it
-    raise :class:`~memsearch.errors.CollectionNotFoundError`. ``lock_timeout`` is how long to wait
+    raise :class:`~memsearch.errors.CollectionNotFoundError`. ``create=False`` (what ``search``
+    uses) checks the dimension of an existing collection but creates nothing at open: a read never
+    leaves a store behind, not even the Milvus Lite directory; the first write
+    (:meth:`upsert`, :meth:`ensure_collection`) creates what is missing. ``lock_timeout`` is how long to wait
     for a Lite database another process holds. ``analyzer`` (``"auto"``, ``"standard"``,
     ``"jieba"``) is the BM25 analyzer of a collection this store creates. Use as a context manager,
     or call :meth:`close`.
@@ -599,6 +602,7 @@ class MilvusStore:
         description: str = "",
         lock_timeout: float = 10.0,
         analyzer: str = "auto",
+        create: bool = True,
     ) -> None:
         self._location = resolve_uri(uri)
         # Only used when this store creates the collection; an existing one keeps its analyzer.
@@ -615,6 +619,14 @@ class MilvusStore:
         self._analyzer_ready = False
         #: Rows per query page; an attribute so tests can exercise paging on small collections.
         self.page_size = PAGE_SIZE
+        self._create = create and dimension is not None
+        self._closed = False
+        path = self._location.path
+        if path is not None and not self._create and not path.exists():
+            return  # nothing to read, and a read must not create the database: connect on a write
+        self._connect()
+
+    def _connect(self) -> None:
         self._client = self._CONNECTORS[self._location.kind](self)
         try:
             self._ensure_collection()
@@ -733,6 +745,11 @@ class MilvusStore:
                 raise self._translate(exc) from exc
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self._client is None and not self._closed:
+            path = self._location.path
+            if path is None or not path.exists():
+                raise self._not_found()  # a Lite database that does not exist (yet) holds nothing
+            self._connect()  # it appeared since this store was opened
         if self._client is None:
             raise errors.StoreError(
                 f"The store for {self._location.display} is closed", hint="Open a new MilvusStore."
@@ -759,8 +776,23 @@ class MilvusStore:
     def _ensure_collection(self) -> None:
         if self._call("has_collection", self._collection):
             self._adopt_existing()
-        elif self._dimension is not None:
+        elif self._create:
             self._create_collection()
+
+    def ensure_collection(self, dimension: int | None = None) -> None:
+        """Make the collection exist before a write: adopt it if it appeared, else create it (with
+        ``dimension`` when this store was opened without one); connects first if it had not."""
+        if self._exists:
+            return
+        if self._dimension is None:
+            self._dimension = dimension
+        if self._dimension is None:
+            raise self._not_found()
+        self._create = True
+        if self._client is None and not self._closed:
+            self._connect()
+        else:
+            self._ensure_collection()
 
     def _adopt_existing(self) -> None:
         info = self._call("describe_collection", self._collection)
@@ -902,7 +934,7 @@ class MilvusStore:
         """
         if not chunks:
             return 0
-        self._require_collection()
+        self.ensure_collection()
         self._ready_analyzer()
         written = 0
         for batch in _batches(_prepare_rows(chunks)):
@@ -927,7 +959,7 @@ class MilvusStore:
 
     def drop(self) -> None:
         """Drop the collection if it exists (a no-op otherwise)."""
-        if self._call("has_collection", self._collection):
+        if self._client is not None and self._call("has_collection", self._collection):
             self._call("drop_collection", self._collection)
         self._exists = False
 
@@ -1112,6 +1144,7 @@ class MilvusStore:
     def close(self) -> None:
         """Disconnect; for Lite, release the database so another process can open it. Idempotent."""
         client, self._client = self._client, None
+        self._closed = True
         if client is None:
             return
         with contextlib.suppress(Exception), _quiet():
