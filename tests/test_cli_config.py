@@ -481,6 +481,9 @@ def test_default_collection_yields_to_config_files(isolated_env: Path) -> None:
     write_global('[milvus]\ncollection = "mine"\n')
     assert run("get", "milvus.collection", "--default-collection", "ms_proj_1").stdout == "mine\n"
     assert resolve_config(defaults={"milvus": {"collection": "d"}}).milvus.collection == "mine"
-    assert resolve_config(
-        {"milvus": {"collection": "flag"}}, defaults={"milvus": {"collection": "d"}}
-    ).milvus.collection == "flag"
+    assert (
+        resolve_config(
+            {"milvus": {"collection": "flag"}}, defaults={"milvus": {"collection": "d"}}
+        ).milvus.collection
+        == "flag"
+    )
