@@ -228,7 +228,7 @@ class Indexer:
         files = result.files
         failures = [IndexFailure(path, reason) for path, reason in result.problems]
         roots = [Path(p).expanduser().resolve() for p in s.paths if Path(p).expanduser().is_dir()]
-        first_run = not self._manifest_file.exists()
+        first_run = self._manifest_file is None or not self._manifest_file.exists()
         manifest = Manifest.load(self._manifest_file, s.fingerprint())
         if self._lite_path is not None and not self._lite_path.exists():
             manifest.files.clear()  # the database was deleted: the manifest describes nothing
