@@ -123,10 +123,10 @@ def test_expand_modes(run, tmp_path: Path) -> None:
     hits = json.loads(run("search", "text a", "-j", "-k", "10").stdout)
     a = next(h for h in hits if h["heading"] == "A")
     section = json.loads(run("expand", a["chunk_hash"], "-j", embed=False).stdout)
-    assert (section["start_line"], section["end_line"]) == (4, 8)
-    assert section["content"] == "## A\ntext a\n\n### A1\nsub"
+    assert (section["start_line"], section["end_line"]) == (4, 9)
+    assert section["content"] == "## A\ntext a\n\n### A1\nsub\n"
     own = json.loads(run("expand", a["chunk_hash"], "--no-section", "-j", embed=False).stdout)
-    assert own["content"] == "## A\ntext a"
+    assert own["content"] == "## A\ntext a\n"
     ctx = json.loads(run("expand", a["chunk_hash"], "--lines", "2", "-j", embed=False).stdout)
     assert (ctx["start_line"], ctx["end_line"]) == (2, 8)
     assert ctx["content"] == "intro\n\n## A\ntext a\n\n### A1\nsub"

@@ -176,14 +176,14 @@ def test_section_mode_starts_at_the_chunks_own_heading(tmp_path: Path) -> None:
     path, chunks = _file(tmp_path, EXAMPLE)
     a = expand_chunk(_row(chunks["A"], path))
     # The reference started one section early: lines 1-9, "# Title" included.
-    assert (a.start_line, a.end_line) == (4, 8)
-    assert a.content == "## A\ntext a\n\n### A1\nsub"  # subsections included
+    assert (a.start_line, a.end_line) == (4, 9)  # up to the next heading, as the original
+    assert a.content == "## A\ntext a\n\n### A1\nsub\n"  # subsections included
     b = expand_chunk(_row(chunks["B"], path))
     assert (b.start_line, b.end_line, b.content) == (10, 11, "## B\ntext b")  # reference: 4-11
     title = expand_chunk(_row(chunks["Title"], path))
     assert (title.start_line, title.end_line) == (1, 11)
     a1 = expand_chunk(_row(chunks["A1"], path))
-    assert (a1.start_line, a1.end_line, a1.content) == (7, 8, "### A1\nsub")
+    assert (a1.start_line, a1.end_line, a1.content) == (7, 9, "### A1\nsub\n")
     for e in (a, b, title, a1):
         assert e.content == _lines(e, path)
 
@@ -192,16 +192,16 @@ def test_no_section_returns_exactly_the_chunk(tmp_path: Path) -> None:
     path, chunks = _file(tmp_path, EXAMPLE)
     a = expand_chunk(_row(chunks["A"], path), section=False)
     # The reference ignored --no-section and returned the whole (wrong) section.
-    assert (a.start_line, a.end_line, a.content) == (4, 5, "## A\ntext a")
-    assert a.content == chunks["A"].content
+    assert (a.start_line, a.end_line, a.content) == (4, 6, "## A\ntext a\n")  # the chunk's range
+    assert a.content.strip() == chunks["A"].content
 
 
 def test_context_lines(tmp_path: Path) -> None:
     path, chunks = _file(tmp_path, EXAMPLE)
     a1 = expand_chunk(_row(chunks["A1"], path), context_lines=1)
-    assert (a1.start_line, a1.end_line, a1.content) == (7, 10, "### A1\nsub\n\n## B")  # blank line 6 trimmed
+    assert (a1.start_line, a1.end_line, a1.content) == (6, 10, "\n### A1\nsub\n\n## B")  # untrimmed
     zero = expand_chunk(_row(chunks["A1"], path), context_lines=0, section=True)
-    assert (zero.start_line, zero.end_line) == (7, 8)  # context wins over section
+    assert (zero.start_line, zero.end_line) == (7, 9)  # context wins over section
     clamped = expand_chunk(_row(chunks["Title"], path), context_lines=50, section=False)
     assert (clamped.start_line, clamped.end_line) == (1, 11)
     assert clamped.content == EXAMPLE.rstrip("\n")
@@ -228,10 +228,10 @@ def test_preamble_expands_to_text_before_first_heading(tmp_path: Path) -> None:
     path, chunks = _file(tmp_path, text)
     pre = expand_chunk(_row(chunks[""], path))
     # The reference returned everything from the chunk to the end of the file.
-    assert (pre.start_line, pre.end_line, pre.content) == (1, 2, "intro line\nmore intro")
+    assert (pre.start_line, pre.end_line, pre.content) == (1, 3, "intro line\nmore intro\n")
 
 
-def test_leading_blank_lines_of_a_journal_preamble_are_trimmed(tmp_path: Path) -> None:
+def test_blank_lines_of_a_journal_preamble_stay_in_its_range(tmp_path: Path) -> None:
     path = tmp_path / "j.md"
     path.write_text("\n\nloose note\n\n## Session 10:00\n\n### 10:00\n- x y\n", encoding="utf-8")
     row = {
@@ -243,7 +243,7 @@ def test_leading_blank_lines_of_a_journal_preamble_are_trimmed(tmp_path: Path) -
         "end_line": 4,
     }
     pre = expand_chunk(row)
-    assert (pre.start_line, pre.end_line, pre.content) == (3, 3, "loose note")
+    assert (pre.start_line, pre.end_line, pre.content) == (1, 4, "\n\nloose note\n")
 
 
 def test_chunk_at_end_of_file(tmp_path: Path) -> None:
@@ -262,7 +262,7 @@ def test_crlf_source_lines_match_the_chunker(tmp_path: Path) -> None:
     text = EXAMPLE.replace("\n", "\r\n")
     path, chunks = _file(tmp_path, text)
     a = expand_chunk(_row(chunks["A"], path))
-    assert (a.start_line, a.end_line, a.content) == (4, 8, "## A\ntext a\n\n### A1\nsub")
+    assert (a.start_line, a.end_line, a.content) == (4, 9, "## A\ntext a\n\n### A1\nsub\n")
 
 
 def test_split_chunk_expands_to_its_whole_section(tmp_path: Path) -> None:
@@ -278,7 +278,7 @@ def test_split_chunk_expands_to_its_whole_section(tmp_path: Path) -> None:
     later = parts[-1]
     whole = expand_chunk(_row(later, path))
     assert whole.start_line == 3 and whole.content.startswith("### 09:00\n" + anchor)
-    assert whole.end_line == 3 + 1 + 12  # heading, anchor, twelve bullets; blank line trimmed
+    assert whole.end_line == 3 + 1 + 12 + 1  # heading, anchor, twelve bullets, the blank line
     own = expand_chunk(_row(later, path), section=False)
     assert own.content.strip() == later.content  # exact lines; the chunk was stripped
     # Its lines hold no anchor, but the turn it belongs to does.
@@ -390,7 +390,7 @@ def test_every_corpus_turn_expands_to_itself_with_its_anchor(corpus: list[Path])
         for chunk in chunk_markdown(text, str(path)):
             for section in (True, False):
                 e = expand_chunk(_row(chunk, path), section=section)
-                assert e.content == chunk.content
+                assert e.content.strip() == chunk.content
                 assert e.content == _lines(e, path)
                 assert e.anchor is not None and e.anchor.kind == "claude-code"
                 assert f"turn:{e.anchor.turn} " in chunk.content

@@ -196,16 +196,6 @@ def _section_range(
     return begin, end
 
 
-def _trim_blank(lines: list[str], begin: int, end: int) -> tuple[int, int]:
-    """Shrink ``[begin, end)`` past blank lines at both ends (unless nothing else is left)."""
-    b, e = begin, end
-    while b < e and not lines[b].strip():
-        b += 1
-    while e > b and not lines[e - 1].strip():
-        e -= 1
-    return (b, e) if b < e else (begin, end)
-
-
 def _read_source(source: str) -> tuple[list[str], str | None]:
     try:
         decoded = read_markdown(Path(source).expanduser())
@@ -231,7 +221,8 @@ def expand_chunk(
     end_line``). ``context_lines=N`` returns the chunk's lines plus N lines either side and
     overrides ``section``; ``section=True`` returns the whole section (subsections included; a
     preamble chunk gives the text before the first heading); ``section=False`` returns exactly the
-    chunk's own lines. Blank lines at either end are left out of the reported range.
+    chunk's own lines. Blank lines inside the span stay in it (a section runs up to the next
+    heading), exactly as the original reports the range, so both tools print the same text.
     """
     if context_lines is not None and context_lines < 0:
         raise InvalidExpandOptionError(
@@ -259,7 +250,7 @@ def expand_chunk(
             span = own
     else:
         span = own
-    begin, end = _trim_blank(lines, *span)
+    begin, end = span
     content = "\n".join(lines[begin:end])
     # The anchor of the chunk's own section (its journal turn) wins: context lines can reach into
     # neighbouring turns, whose anchors must not be reported for this chunk. Only a whole-section
