@@ -5,11 +5,12 @@ lines of context, or exactly its own lines), and recognising the HTML anchor com
 plugins write under each journal turn (reference-plugins §0.2), so a caller can go on to the
 transcript. Looking the chunk up in the store and printing are the CLI's job.
 
-Fixed relative to the original (reference-core §23.36): a section starts at the chunk's *own*
-heading (the original started one section too early), ``section=False`` really returns just the
-chunk's lines, a preamble chunk expands to the text before the first heading (not the whole file),
-headings are found exactly as the chunker finds them (never inside code fences), and every
-platform's anchor is recognised, not only Claude Code's.
+A section is reported exactly as the original 0.4.23 reports it (from the chunk's heading up to
+the next heading of the same or a higher rank, blank lines included), so both tools print the
+same text. Where the original was wrong we differ: a preamble chunk expands to the text before
+the first heading (not the rest of the file), headings are found exactly as the chunker finds
+them (never inside code fences), and every platform's anchor is recognised, not only Claude
+Code's (docs/compatibility.md).
 """
 
 from __future__ import annotations
