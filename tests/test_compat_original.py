@@ -18,7 +18,7 @@ import pytest
 
 from memsearch.chunker import chunk_markdown
 from memsearch.store import MilvusStore
-from original_memsearch import MODEL, flags, original_cli, run, serving_packaged_model
+from original_memsearch import MODEL, flags, original_cli, original_source, run, serving_packaged_model
 
 pytestmark = pytest.mark.host
 
@@ -99,3 +99,134 @@ def test_switching_tools_keeps_the_index(
         assert set(search(OURS, query, common)) == set(hits), query
         for chunk_hash in hits[:1]:
             assert expand(OURS, chunk_hash, common) == expand(original, chunk_hash, common)
+
+
+# --- the original's own plugin hooks, driving our CLI ----------------------------------------
+
+
+def _claude_transcript(path: Path, session: str, cwd: Path) -> str:
+    """A three-record Claude Code transcript (one turn); returns the user turn's uuid."""
+    turn = "b2c0d1e2-0001-4000-8000-000000000001"
+    base = {"sessionId": session, "cwd": str(cwd), "version": "2.1.197", "isSidechain": False}
+    records = [
+        {"type": "summary", "summary": "Invoice rounding", "leafUuid": turn},
+        {
+            **base,
+            "type": "user",
+            "uuid": turn,
+            "parentUuid": None,
+            "timestamp": "2026-12-01T09:00:00Z",
+            "message": {"role": "user", "content": "How should invoice totals be rounded per line?"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "b2c0d1e2-0002-4000-8000-000000000002",
+            "parentUuid": turn,
+            "timestamp": "2026-12-01T09:00:05Z",
+            "message": {
+                "role": "assistant",
+                "model": "claude",
+                "content": [
+                    {"type": "text", "text": "Use Decimal with ROUND_HALF_UP on every line, then sum."}
+                ],
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return turn
+
+
+def test_original_claude_code_hooks_accept_our_cli_and_capture(tmp_path: Path) -> None:
+    """A user who keeps the original 0.4.23 Claude Code plugin and installs our CLI keeps memory:
+    its hooks accept our CLI (they check --default-collection), capture a turn through the real
+    `claude -p` summariser, and index it where our `search` finds it."""
+    from fake_model_api import Answer, running_model_api
+    from memsearch.hooks.collection import derive_collection
+    from real_hosts import kill_world, leftovers, make_world
+
+    plugin = original_source() / "plugins" / "claude-code"
+    with running_model_api() as api:
+        api.on(
+            lambda call: "note-taker" in call.everything,
+            Answer(
+                text="- User asked how to round invoice totals.\n- Claude Code: Decimal, ROUND_HALF_UP per line."
+            ),
+        )
+        world = make_world(
+            tmp_path,
+            "claude-code",
+            ANTHROPIC_BASE_URL=api.url,
+            ANTHROPIC_API_KEY="sk-fake",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            CLAUDE_PLUGIN_ROOT=str(plugin),
+            CLAUDE_PROJECT_DIR=str(tmp_path / "project"),
+        )
+        try:
+            session = "5e55a0e1-0000-4000-8000-00000000c0de"
+            transcript = tmp_path / "session.jsonl"
+            turn = _claude_transcript(transcript, session, world.project)
+            # An existing user has a config file (on a first run the original's session-start writes
+            # one and its own `config set` line lands in the hook's JSON: the original's bug, either CLI).
+            world.run([str(OURS), "config", "set", "embedding.provider", "onnx"], check=True)
+            hook_input = {
+                "session_id": session,
+                "transcript_path": str(transcript),
+                "cwd": str(world.project),
+            }
+
+            start = world.run(
+                ["bash", str(plugin / "hooks" / "session-start.sh")],
+                stdin=json.dumps({**hook_input, "hook_event_name": "SessionStart", "source": "startup"}),
+            )
+            assert start.returncode == 0, start.stderr
+            assert "incompatible" not in start.stdout, start.stdout
+            assert "collection:" in json.loads(start.stdout)["systemMessage"]
+
+            stop = world.run(
+                ["bash", str(plugin / "hooks" / "stop.sh")],
+                stdin=json.dumps({**hook_input, "hook_event_name": "Stop", "stop_hook_active": False}),
+            )
+            assert stop.returncode == 0, stop.stderr
+            journals = list((world.project / ".memsearch" / "memory").glob("*.md"))
+            assert len(journals) == 1
+            entry = journals[0].read_text(encoding="utf-8")
+            assert f"turn:{turn}" in entry and "Decimal, ROUND_HALF_UP" in entry
+            summary = [c for c in api.snapshot() if "note-taker" in c.everything]
+            assert summary and "invoice totals be rounded" in summary[0].everything
+
+            collection = derive_collection(str(world.project))
+            found = world.run(
+                [
+                    str(OURS),
+                    "index",
+                    str(world.project / ".memsearch" / "memory"),
+                    "--default-collection",
+                    collection,
+                ],
+                check=True,
+            )
+            assert found.returncode == 0
+            hits = json.loads(
+                world.run(
+                    [
+                        str(OURS),
+                        "search",
+                        "invoice rounding",
+                        "--json-output",
+                        "--default-collection",
+                        collection,
+                    ],
+                    check=True,
+                ).stdout
+            )
+            assert hits and f"turn:{turn}" in hits[0]["content"]
+
+            end = world.run(
+                ["bash", str(plugin / "hooks" / "session-end.sh")],
+                stdin=json.dumps({**hook_input, "hook_event_name": "SessionEnd"}),
+            )
+            assert end.returncode == 0, end.stderr
+            assert leftovers(world, wait=30) == {}
+        finally:
+            kill_world(world)
