@@ -150,7 +150,8 @@ def test_original_claude_code_hooks_accept_our_cli_and_capture(tmp_path: Path) -
         api.on(
             lambda call: "note-taker" in call.everything,
             Answer(
-                text="- User asked how to round invoice totals.\n- Claude Code: Decimal, ROUND_HALF_UP per line."
+                text="- User asked how to round invoice totals.\n"
+                "- Claude Code: Decimal, ROUND_HALF_UP per line."
             ),
         )
         world = make_world(
