@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from evaluation.compat import source_release
 
 from fake_servers import JsonHandler, serving
 from real_hosts import CACHE, _locked
@@ -52,35 +52,8 @@ def original_cli() -> Path:
 
 def original_source() -> Path:
     """The original's source release (``tests/``, ``plugins/``), unpacked once into the cache."""
-    root = CACHE / "memsearch-0.4.23-src"
-    tree = root / "memsearch-0.4.23"
     with _locked(CACHE / "memsearch-0.4.23-src.lock"):
-        if not (root / ".installed").exists():
-            shutil.rmtree(root, ignore_errors=True)
-            root.mkdir(parents=True)
-            got = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "-q",
-                    "--no-binary",
-                    ":all:",
-                    "--no-deps",
-                    "-d",
-                    str(root),
-                    ORIGINAL,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert got.returncode == 0, f"downloading {ORIGINAL} failed:\n{got.stderr}"
-            with tarfile.open(next(root.glob("memsearch-0.4.23.tar.gz"))) as archive:
-                archive.extractall(root, filter="data")
-            (root / ".installed").write_text(ORIGINAL + "\n")
-    return tree
+        return source_release(CACHE)
 
 
 @contextlib.contextmanager
