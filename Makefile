@@ -31,13 +31,13 @@ test: $(VENV)/.installed-dev
 	$(BIN)/pytest -q
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests evaluation
+	$(BIN)/ruff format --check src tests evaluation
 	$(BIN)/mypy
 
 format: $(VENV)/.installed-dev
-	$(BIN)/ruff format src tests
-	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests evaluation
+	$(BIN)/ruff check --fix src tests evaluation
 
 ## Speed and memory benchmark (see evaluation/bench.py): prints a table of medians.
 bench: $(VENV)/.installed

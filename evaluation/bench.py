@@ -1,9 +1,10 @@
 """Speed and memory benchmark of memsearch (``make bench``): prints a table of medians.
 
-Corpora come from the team's deterministic generator (``shared/bench/gen_corpus.py`` beside the
-checkout; ``--gen`` overrides). Every figure is measured several times and the median reported,
-because this 2-core machine is noisy. Each measurement runs in fresh processes, as a user would
-run the CLI, with its own HOME so no cache or manifest leaks between runs.
+Corpora come from the project's deterministic generator (``evaluation/gen_corpus.py``: journals of
+a fictional project as the agent plugins write them; ``--gen`` runs another script with the same
+command line). Every figure is measured several times and the median reported, because this
+2-core machine is noisy. Each measurement runs in fresh processes, as a user would run the CLI,
+with its own HOME so no cache or manifest leaks between runs.
 
 Figures:
 - full index of the 2,000-chunk corpus with the default ONNX model: wall time and chunks/s, next
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_GEN = ROOT.parent / "shared" / "bench" / "gen_corpus.py"
+DEFAULT_GEN = ROOT / "evaluation" / "gen_corpus.py"
 
 #: A child process that indexes a corpus in-process with a fast 384-dim hashing embedder and
 #: reports its peak RSS (KiB) and the in-process search latencies (seconds).

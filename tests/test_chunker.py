@@ -31,9 +31,8 @@ from memsearch.errors import ConfigValueError
 
 EXAMPLE = "# Title\nintro\n\n## A\ntext a\n\n### A1\nsub\n\n## B\ntext b\n"
 
-# The benchmark corpus generator lives in the team's shared folder beside the checkout
-# (in CI too: the clone gets a copy of shared/ next to it).
-_GEN_CORPUS_CANDIDATES = (Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_corpus.py",)
+# The benchmark corpus generator, part of the repository (see evaluation/README.md).
+GEN_CORPUS = Path(__file__).resolve().parents[1] / "evaluation" / "gen_corpus.py"
 
 
 def _summary(chunks: list[Chunk]) -> list[tuple[str, int, int, int, str]]:
@@ -398,10 +397,8 @@ def test_randomised_documents_keep_invariants() -> None:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The benchmark corpus (2,000 journal turns in 60 daily files), generated once."""
-    script = next((p for p in _GEN_CORPUS_CANDIDATES if p.is_file()), None)
-    assert script is not None, f"gen_corpus.py not found in {_GEN_CORPUS_CANDIDATES}"
     out = tmp_path_factory.mktemp("corpus")
-    subprocess.run([sys.executable, str(script), str(out)], check=True, capture_output=True)
+    subprocess.run([sys.executable, str(GEN_CORPUS), str(out)], check=True, capture_output=True)
     return sorted((out / "memory").glob("*.md"))
 
 

@@ -24,10 +24,8 @@ from memsearch.expand import (
 
 EXAMPLE = "# Title\nintro\n\n## A\ntext a\n\n### A1\nsub\n\n## B\ntext b\n"
 
-_GEN_CORPUS_CANDIDATES = (
-    Path(__file__).resolve().parents[1] / "bench" / "gen_corpus.py",
-    Path("/work/shared/bench/gen_corpus.py"),
-)
+# The benchmark corpus generator, part of the repository (see evaluation/README.md).
+GEN_CORPUS = Path(__file__).resolve().parents[1] / "evaluation" / "gen_corpus.py"
 
 ANCHORS = {
     "claude-code": (
@@ -372,11 +370,9 @@ def test_invalid_utf8_source_is_replaced_with_warning(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    script = next((p for p in _GEN_CORPUS_CANDIDATES if p.is_file()), None)
-    assert script is not None, f"gen_corpus.py not found in {_GEN_CORPUS_CANDIDATES}"
     out = tmp_path_factory.mktemp("corpus")
     subprocess.run(
-        [sys.executable, str(script), str(out), "--files", "8", "--chunks", "200"],
+        [sys.executable, str(GEN_CORPUS), str(out), "--files", "8", "--chunks", "200"],
         check=True,
         capture_output=True,
     )
