@@ -408,6 +408,32 @@ def test_file_watcher_runs_plain_and_async_callbacks_and_survives_their_errors(t
     assert FileWatcher([root], callback).debounce_ms == DEFAULT_DEBOUNCE_MS
 
 
+def test_file_watcher_accepts_the_original_two_argument_callback(tmp_path: Path) -> None:
+    """The original's FileWatcher calls ``callback(event_type, path)``; code written for it keeps
+    working (a rename reaches it as the old path deleted, then the new path created)."""
+    root = tmp_path / "orig"
+    root.mkdir()
+    (root / "old.md").write_text("x", encoding="utf-8")
+    seen: list[tuple[str, str]] = []
+
+    def callback(event_type: str, path: Path) -> None:
+        seen.append((event_type, Path(path).name))
+
+    with FileWatcher([root], callback, debounce_ms=100) as watcher:
+        (root / "new.md").write_text("y", encoding="utf-8")
+        assert watcher.flush(timeout=SETTLE_S)
+        (root / "old.md").rename(root / "moved.md")
+        assert watcher.flush(timeout=SETTLE_S)
+        (root / "new.md").unlink()
+        assert watcher.flush(timeout=SETTLE_S)
+    assert seen == [
+        ("created", "new.md"),
+        ("deleted", "old.md"),
+        ("created", "moved.md"),
+        ("deleted", "new.md"),
+    ]
+
+
 def test_flush_processes_pending_events_without_waiting_for_the_debounce(tmp_path: Path) -> None:
     root = tmp_path / "slow"
     root.mkdir()

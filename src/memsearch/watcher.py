@@ -107,6 +107,38 @@ class _Pending:
     due: float
 
 
+def _takes_one_argument(callback: Callable[..., Any]) -> bool:
+    """Whether ``callback`` is this module's shape, ``callback(event)``; the original memsearch's
+    ``callback(event_type, path)`` takes two."""
+    try:
+        signature = inspect.signature(callback)
+    except (TypeError, ValueError):  # a builtin without a signature: assume ours
+        return True
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        return True
+    try:
+        signature.bind(None)
+    except TypeError:
+        return False
+    return True
+
+
+def _pairs_to(callback: Callable[[str, Path], Any]) -> Callback:
+    """Adapt a callback of the original's shape: ``(event_type, path)`` with ``created``,
+    ``modified`` or ``deleted`` (a move is its old path deleted, then its new path created)."""
+
+    def adapted(event: WatchEvent) -> Any:
+        if event.event_type != "moved":
+            return callback(event.event_type, event.path)
+        if event.src_path is not None:
+            callback("deleted", event.src_path)
+        return callback("created", event.path)
+
+    return adapted
+
+
 # --- which paths count ----------------------------------------------------------------------
 
 
@@ -232,7 +264,7 @@ class FileWatcher:
                 f"debounce_ms must be >= 0 (got {debounce_ms})", hint="set watch.debounce_ms to 0 or more"
             )
         self.paths = tuple(Path(p).expanduser().resolve() for p in paths)
-        self.callback = callback
+        self.callback = callback if _takes_one_argument(callback) else _pairs_to(callback)
         self.debounce_ms = debounce_ms
         self.path_filter = path_filter
         self.extensions = tuple(e.lower() for e in extensions)
