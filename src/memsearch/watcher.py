@@ -39,7 +39,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from memsearch.errors import ConfigValueError, MemSearchError, SourceFileNotFoundError
 from memsearch.scanner import DEFAULT_EXTENSIONS, should_index_path, validate_ignore_files
@@ -253,7 +253,7 @@ class FileWatcher:
     def __init__(
         self,
         paths: Iterable[PathLike],
-        callback: Callback,
+        callback: Callback | Callable[[str, Path], Any],
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         path_filter: Callable[[Path], bool] | None = None,
         *,
@@ -264,7 +264,11 @@ class FileWatcher:
                 f"debounce_ms must be >= 0 (got {debounce_ms})", hint="set watch.debounce_ms to 0 or more"
             )
         self.paths = tuple(Path(p).expanduser().resolve() for p in paths)
-        self.callback = callback if _takes_one_argument(callback) else _pairs_to(callback)
+        self.callback: Callback = (
+            cast(Callback, callback)
+            if _takes_one_argument(callback)
+            else _pairs_to(cast("Callable[[str, Path], Any]", callback))
+        )
         self.debounce_ms = debounce_ms
         self.path_filter = path_filter
         self.extensions = tuple(e.lower() for e in extensions)
