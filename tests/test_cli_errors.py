@@ -218,3 +218,34 @@ def test_reads_of_a_missing_store_fail_and_create_nothing(
     # reset of nothing is a no-op that creates nothing, like the original's
     assert invoke("reset", "--yes", "--milvus-uri", str(tmp_path / "none" / "m.db")).exit_code == 0
     assert not (tmp_path / "none").exists()
+
+
+def test_reset_without_yes_and_without_stdin_is_one_error(tmp_path: Path) -> None:
+    """With stdin closed (a cron job, a hook) there is nobody to ask: one line saying --yes."""
+    import os
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "memsearch", "reset", "--milvus-uri", str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.close(0),
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "Error: reset needs a yes, and there is no input to read one from. "
+        "Hint: run `memsearch reset --yes` to drop the collection without asking"
+    ]
+
+
+def test_index_of_an_explicit_non_markdown_file_says_it_was_skipped(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("plain text", encoding="utf-8")
+    result = invoke(
+        "index", str(tmp_path / "notes.txt"), "--provider", "hash", "--milvus-uri", str(tmp_path / "m.db")
+    )
+    assert result.exit_code == 0
+    assert result.stdout == "Indexed 0 chunks.\n"
+    assert result.stderr == (
+        f"Warning: skipped {tmp_path / 'notes.txt'}: not a markdown file (only .md, .markdown are indexed)\n"
+    )

@@ -123,6 +123,10 @@ class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
     """``expand``: the chunk's markdown file is gone from disk."""
 
 
+class ConfirmationNeededError(MemSearchError):
+    """A command that asks before it destroys data got no answer (no terminal, stdin closed)."""
+
+
 class IndexingFailedError(MemSearchError):
     """``index`` finished but one or more files failed (the report lists them)."""
 

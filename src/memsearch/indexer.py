@@ -239,10 +239,17 @@ class Indexer:
         active = {str(f.path) for f in files}
         gone = [p for p in manifest.files if p not in active and _under(p, roots)]
         stat_changed = [f for f in files if force or not _entry_matches(manifest, f)]
+        warnings = [f"skipped {path}: {reason}" for path, reason in result.skipped]
         if not stat_changed and not gone:
-            return IndexReport(0, len(files), len(files) - len(failures), tuple(failures), unchanged=True)
+            return IndexReport(
+                0,
+                len(files),
+                len(files) - len(failures),
+                tuple(failures),
+                warnings=tuple(warnings),
+                unchanged=True,
+            )
 
-        warnings: list[str] = []
         work: list[_FileWork] = []
         for f in stat_changed:
             source = str(f.path)

@@ -88,10 +88,12 @@ class ScannedFile:
 
 @dataclass(frozen=True)
 class ScanResult:
-    """Files found, plus ``(path, reason)`` for everything that could not be looked at."""
+    """Files found, plus ``(path, reason)`` for everything that could not be looked at, and for
+    files named explicitly that are not markdown (skipped, not failed: worth a warning)."""
 
     files: list[ScannedFile] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,7 @@ def scan(
     excludes = _exclude_patterns(exclude)
     rules_enabled = bool(names or excludes)
     problems: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = []
     found: dict[str, ScannedFile] = {}
 
     def add(path: Path) -> None:
@@ -268,6 +271,8 @@ def scan(
         if not is_dir:
             if root.suffix.lower() in exts:
                 add(root)
+            else:
+                skipped.append((str(raw), f"not a markdown file (only {', '.join(exts)} are indexed)"))
             continue
         matcher = _IgnoreMatcher(root, names, excludes, problems) if rules_enabled else None
 
@@ -290,7 +295,7 @@ def scan(
                 if matcher is not None and matcher.is_ignored(path):
                     continue
                 add(path)
-    return ScanResult(sorted(found.values(), key=lambda f: f.path), problems)
+    return ScanResult(sorted(found.values(), key=lambda f: f.path), problems, skipped)
 
 
 def scan_paths(

@@ -32,10 +32,23 @@ def stats(**flags: Any) -> None:
 def reset(yes: bool, **flags: Any) -> None:
     """Drop all indexed data (the markdown files are not touched)."""
     if not yes:
-        click.confirm("This will delete all indexed data. Continue?", abort=True)
+        _confirm("This will delete all indexed data. Continue?")
     _, ms = open_memsearch(flags)
     try:
         ms.reset()
     finally:
         ms.close()
     click.echo("Dropped collection.")
+
+
+def _confirm(question: str) -> None:
+    """Ask on the terminal; without one to ask on (stdin closed) say how to go on instead."""
+    from memsearch.errors import ConfirmationNeededError
+
+    try:
+        click.confirm(question, abort=True)
+    except RuntimeError:  # click's input() found no stdin at all
+        raise ConfirmationNeededError(
+            "reset needs a yes, and there is no input to read one from",
+            hint="run `memsearch reset --yes` to drop the collection without asking",
+        ) from None
