@@ -16,7 +16,11 @@ daemon (``python -m memsearch.hooks.opencode_daemon``, run in the project folder
    journal's dedup keeps it single).
 
 The daemon exits when the process that started it (OpenCode) is gone, on SIGTERM, or after one
-pass with ``--once``. ``MEMSEARCH_DIR`` is honoured: the sidecar and journal go there.
+pass with ``--once``. When OpenCode is gone it first makes a last pass without the quiet window:
+nothing will change a finished answer any more, and a one-shot ``opencode run`` (OpenCode 1.18.33
+exits as soon as the answer is printed) would otherwise never have its turn journaled. The plugin
+starts it in a session of its own, so quitting the TUI (a hang-up of OpenCode's process group)
+does not cut that pass short. ``MEMSEARCH_DIR`` is honoured: the sidecar and journal go there.
 """
 
 from __future__ import annotations
@@ -166,9 +170,12 @@ def _quiet_ms(env: Mapping[str, str]) -> int:
         return DEFAULT_QUIET_MS
 
 
-def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None) -> int:
+def run_pass(
+    project: Path, db: Path, env: Mapping[str, str] | None = None, *, quiet_ms: int | None = None
+) -> int:
     """One poll: capture every finished, not yet captured turn of the project's sessions.
 
+    ``quiet_ms`` overrides ``MEMSEARCH_OPENCODE_TAIL_QUIET_MS`` (0 for the last pass, OpenCode gone).
     Returns how many turns were journaled (duplicates skipped by the journal do not count).
     """
     from memsearch import journal
@@ -185,7 +192,8 @@ def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None) -> i
     try:
         now_ms = int(time.time() * 1000)
         for session in project_sessions(con, base.project_dir):
-            for turn in pending_turns(con, session, sidecar.checkpoint(session), now_ms, _quiet_ms(env)):
+            quiet = _quiet_ms(env) if quiet_ms is None else quiet_ms
+            for turn in pending_turns(con, session, sidecar.checkpoint(session), now_ms, quiet):
                 raw = {"session_id": session, "turn_id": turn.turn_id, "db": str(db), "cwd": str(project)}
                 ctx = HookContext.build(PLATFORM, "stop", PLATFORM.read_input(raw), env, dt.datetime.now())
                 capture = PLATFORM.capture(ctx)
@@ -218,6 +226,48 @@ def _parent_alive(parent: int) -> bool:
     return parent <= 1 or os.getppid() == parent
 
 
+#: Seconds between two looks at whether OpenCode (or the daemon we wait for) is still there.
+PARENT_CHECK = 0.25
+#: Held during every pass, so two daemons of one project never summarise the same turn twice.
+PASS_LOCK = ".capture.lock"
+
+
+def _wait(parent: int, seconds: float) -> bool:
+    """Sleep up to ``seconds``, waking early when OpenCode exits; whether it is still alive."""
+    deadline = time.monotonic() + seconds
+    while _parent_alive(parent):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(PARENT_CHECK, left))
+    return False
+
+
+def _defer(pid_file: Path, parent: int) -> bool:
+    """Wait while another daemon polls this project; whether this one must poll after all.
+
+    A daemon that polls owns ``.capture.pid`` and gives it up when its OpenCode exits, before its
+    last pass. So: our OpenCode exits while the owner still polls → the owner journals our turns
+    (False); the owner is gone or draining → we poll (True).
+    """
+    while _running_daemon(pid_file):
+        if not _parent_alive(parent):
+            return False
+        time.sleep(PARENT_CHECK)
+    return True
+
+
+def _locked_pass(project: Path, db: Path, lock: Path, quiet_ms: int | None) -> None:
+    import fcntl
+
+    try:
+        with open(lock, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            run_pass(project, db, quiet_ms=quiet_ms)
+    except Exception as exc:  # one bad pass must not end capture for the session
+        log(f"opencode capture pass failed: {type(exc).__name__}: {exc}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m memsearch.hooks.opencode_daemon [--db PATH] [--poll-interval S] [--once]``."""
     from memsearch.hooks.opencode import default_db
@@ -235,28 +285,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from memsearch.hooks.opencode import PLATFORM
 
-    pid_file = HookContext.build(PLATFORM, "stop", HookInput(cwd=str(project))).memsearch_dir / PID_FILE
-    if _running_daemon(pid_file):
-        return 0  # another OpenCode window of this project already captures it
-    pid_file.parent.mkdir(parents=True, exist_ok=True)
-    pid_file.write_text(str(os.getpid()), encoding="utf-8")
+    memsearch_dir = HookContext.build(PLATFORM, "stop", HookInput(cwd=str(project))).memsearch_dir
+    pid_file, lock = memsearch_dir / PID_FILE, memsearch_dir / PASS_LOCK
     parent = os.getppid()
 
     def stop(_signum: int, _frame: object) -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    try:
-        while _parent_alive(parent):
-            try:
-                run_pass(project, db)
-            except Exception as exc:  # one bad pass must not end capture for the session
-                log(f"opencode capture pass failed: {type(exc).__name__}: {exc}")
-            time.sleep(args.poll_interval)
-    finally:
+    if not _defer(pid_file, parent):
+        return 0  # another OpenCode window of this project polls, and will journal our turns
+    memsearch_dir.mkdir(parents=True, exist_ok=True)
+    pid_file.write_text(str(os.getpid()), encoding="utf-8")
+
+    def release() -> None:
         with contextlib.suppress(OSError):
             if pid_file.read_text(encoding="utf-8").strip() == str(os.getpid()):
                 pid_file.unlink()
+
+    try:
+        while _parent_alive(parent):
+            _locked_pass(project, db, lock, None)
+            _wait(parent, args.poll_interval)
+        release()  # a daemon started now polls instead of waiting for this one
+        _locked_pass(project, db, lock, 0)
+    finally:
+        release()
     return 0
 
 
