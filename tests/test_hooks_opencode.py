@@ -118,7 +118,7 @@ def test_unfinished_tail_turn_waits(hk: HookEnv, tmp_path: Path) -> None:
     data.clock = int(time.time() * 1000) - 10_000
     data.message(SID, "msg_u2", "user", "Now cache the totals please")
     data.message(SID, "msg_a2", "assistant", "Cached.", finish="stop")
-    assert daemon_once(hk, data, MEMSEARCH_OPENCODE_TAIL_QUIET_MS="3600000").stdout.strip() == "0"
+    assert daemon_once(hk, data, MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(10**15)).stdout.strip() == "0"
 
 
 def test_memsearch_dir_is_honoured(hk: HookEnv, db: OpenCodeDB, tmp_path: Path) -> None:
@@ -218,3 +218,39 @@ def test_a_second_daemon_waits_for_the_first_and_takes_over(hk: HookEnv, db: Ope
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 proc.wait(timeout=30)
+
+
+def test_the_daemon_journals_the_tail_turn_when_opencode_exits(hk: HookEnv, db: OpenCodeDB) -> None:
+    """A one-shot ``opencode run`` exits right after its answer: the daemon it started makes one
+    last pass without the quiet window (the tail turn is finished for good), then exits."""
+    daemon = [
+        sys.executable,
+        "-m",
+        "memsearch.hooks.opencode_daemon",
+        "--db",
+        str(db.path),
+        "--poll-interval",
+        "60",
+    ]
+    # The shell plays OpenCode: it starts the daemon, waits until the daemon has taken the project
+    # (its pid file), then exits while the tail turn is still inside the quiet window.
+    pid_file = hk.memsearch_dir / ".capture.pid"
+    script = (
+        'exec 3>&1; "$@" >/dev/null 2>&1 3>&- & echo $! >&3; while [ ! -s "$PIDFILE" ]; do sleep 0.05; done'
+    )
+    opencode = subprocess.run(
+        ["sh", "-c", script, "sh", *daemon],
+        cwd=hk.project,
+        env={
+            **hk.env(MEMSEARCH_NO_WATCH="1", MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(10**15)),
+            "PIDFILE": str(pid_file),
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    pid = int(opencode.stdout.strip())
+    hookkit.wait_for(lambda: "turn:msg_u2" in hk.journal(), timeout=60)
+    hookkit.wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=30)
+    assert "turn:msg_u1" in hk.journal()
+    assert not pid_file.exists()
