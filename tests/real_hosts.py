@@ -295,18 +295,9 @@ class Terminal:
     def send(self, keys: str) -> None:
         os.write(self.fd, keys.encode())
 
-    def type_line(self, text: str, pause: float = 0.3, per_key: float = 0.0) -> None:
-        """Type ``text`` like a person, then press Enter.
-
-        ``per_key`` > 0 sends one key at a time with that many seconds between keys (OpenCode
-        1.18.33's TUI drops text that arrives in one chunk).
-        """
-        if per_key > 0:
-            for key in text:
-                self.send(key)
-                self.pump(per_key)
-        else:
-            self.send(text)
+    def type_line(self, text: str, pause: float = 0.3) -> None:
+        """Type ``text`` like a person, then press Enter."""
+        self.send(text)
         self.pump(pause)
         self.send("\r")
 
