@@ -222,7 +222,14 @@ def test_a_second_daemon_waits_for_the_first_and_takes_over(hk: HookEnv, db: Ope
 
 def test_the_daemon_journals_the_tail_turn_when_opencode_exits(hk: HookEnv, db: OpenCodeDB) -> None:
     """A one-shot ``opencode run`` exits right after its answer: the daemon it started makes one
-    last pass without the quiet window (the tail turn is finished for good), then exits."""
+    last pass without the quiet window (the tail turn is finished for good), then exits. Quitting
+    the TUI right after an answer can leave it without ``finish``: still journaled; a question
+    without any answer yet is not."""
+    db.session("ses_quit", hk.project)
+    db.message("ses_quit", "msg_q1", "user", "Quit right after this answer")
+    db.message("ses_quit", "msg_q2", "assistant", "Answered, then the TUI quit.", parentID="msg_q1")
+    db.session("ses_open", hk.project)
+    db.message("ses_open", "msg_o1", "user", "A question OpenCode never answered")
     daemon = [
         sys.executable,
         "-m",
@@ -252,5 +259,6 @@ def test_the_daemon_journals_the_tail_turn_when_opencode_exits(hk: HookEnv, db: 
     pid = int(opencode.stdout.strip())
     hookkit.wait_for(lambda: "turn:msg_u2" in hk.journal(), timeout=60)
     hookkit.wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=30)
-    assert "turn:msg_u1" in hk.journal()
+    assert "turn:msg_u1" in hk.journal() and "turn:msg_q1" in hk.journal()
+    assert "turn:msg_o1" not in hk.journal()
     assert not pid_file.exists()

@@ -16,9 +16,11 @@ daemon (``python -m memsearch.hooks.opencode_daemon``, run in the project folder
    journal's dedup keeps it single).
 
 The daemon exits when the process that started it (OpenCode) is gone, on SIGTERM, or after one
-pass with ``--once``. When OpenCode is gone it first makes a last pass without the quiet window:
-nothing will change a finished answer any more, and a one-shot ``opencode run`` (OpenCode 1.18.33
-exits as soon as the answer is printed) would otherwise never have its turn journaled. The plugin
+pass with ``--once``. When OpenCode is gone it first makes a last pass that takes the tail turn as
+OpenCode left it, once it has an answer: nothing will change it any more, and a one-shot
+``opencode run`` (OpenCode 1.18.33 exits as soon as the answer is printed) would otherwise never
+have its turn journaled. (Quitting the TUI of 1.18.33 right after an answer can leave that message
+without ``finish``, so the last pass does not ask for it.) The plugin
 starts it in a session of its own, so quitting the TUI (a hang-up of OpenCode's process group)
 does not cut that pass short. ``MEMSEARCH_DIR`` is honoured: the sidecar and journal go there.
 """
@@ -126,9 +128,17 @@ def _data(raw: Any) -> dict[str, Any]:
 
 
 def pending_turns(
-    con: sqlite3.Connection, session: str, after: tuple[int, str], now_ms: int, quiet_ms: int
+    con: sqlite3.Connection,
+    session: str,
+    after: tuple[int, str],
+    now_ms: int,
+    quiet_ms: int,
+    final: bool = False,
 ) -> list[PendingTurn]:
-    """The finished turns of ``session`` whose user message comes after the checkpoint ``after``."""
+    """The finished turns of ``session`` whose user message comes after the checkpoint ``after``.
+
+    ``final`` (OpenCode has exited): the tail turn counts as finished once it has an answer.
+    """
     rows = con.execute(
         "SELECT id, time_created, time_updated, data FROM message WHERE session_id = ? "
         "ORDER BY time_created, id",
@@ -145,19 +155,26 @@ def pending_turns(
         role = data.get("role")
         if role == "user" and message_id in texts:
             turns.append(
-                {"id": message_id, "time": int(created), "last": int(updated or created), "finish": None}
+                {
+                    "id": message_id,
+                    "time": int(created),
+                    "last": int(updated or created),
+                    "finish": None,
+                    "answered": False,
+                }
             )
         elif role == "assistant" and turns:
             turns[-1]["last"] = max(turns[-1]["last"], int(updated or created))
             if message_id in texts:
                 turns[-1]["finish"] = data.get("finish")
+                turns[-1]["answered"] = True
     ready: list[PendingTurn] = []
     for index, turn in enumerate(turns):
         if (turn["time"], turn["id"]) <= after:
             continue
         is_tail = index == len(turns) - 1
         finished = turn["finish"] not in (None, "", "tool-calls") and now_ms - turn["last"] >= quiet_ms
-        if is_tail and not finished:
+        if is_tail and not finished and not (final and turn["answered"]):
             break
         ready.append(PendingTurn(session, turn["id"], turn["time"], turn["id"]))
     return ready
@@ -170,12 +187,10 @@ def _quiet_ms(env: Mapping[str, str]) -> int:
         return DEFAULT_QUIET_MS
 
 
-def run_pass(
-    project: Path, db: Path, env: Mapping[str, str] | None = None, *, quiet_ms: int | None = None
-) -> int:
+def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None, *, final: bool = False) -> int:
     """One poll: capture every finished, not yet captured turn of the project's sessions.
 
-    ``quiet_ms`` overrides ``MEMSEARCH_OPENCODE_TAIL_QUIET_MS`` (0 for the last pass, OpenCode gone).
+    ``final``: the last pass after OpenCode exited (no quiet window; see :func:`pending_turns`).
     Returns how many turns were journaled (duplicates skipped by the journal do not count).
     """
     from memsearch import journal
@@ -192,8 +207,8 @@ def run_pass(
     try:
         now_ms = int(time.time() * 1000)
         for session in project_sessions(con, base.project_dir):
-            quiet = _quiet_ms(env) if quiet_ms is None else quiet_ms
-            for turn in pending_turns(con, session, sidecar.checkpoint(session), now_ms, quiet):
+            quiet = 0 if final else _quiet_ms(env)
+            for turn in pending_turns(con, session, sidecar.checkpoint(session), now_ms, quiet, final):
                 raw = {"session_id": session, "turn_id": turn.turn_id, "db": str(db), "cwd": str(project)}
                 ctx = HookContext.build(PLATFORM, "stop", PLATFORM.read_input(raw), env, dt.datetime.now())
                 capture = PLATFORM.capture(ctx)
@@ -257,13 +272,13 @@ def _defer(pid_file: Path, parent: int) -> bool:
     return True
 
 
-def _locked_pass(project: Path, db: Path, lock: Path, quiet_ms: int | None) -> None:
+def _locked_pass(project: Path, db: Path, lock: Path, final: bool) -> None:
     import fcntl
 
     try:
         with open(lock, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
-            run_pass(project, db, quiet_ms=quiet_ms)
+            run_pass(project, db, final=final)
     except Exception as exc:  # one bad pass must not end capture for the session
         log(f"opencode capture pass failed: {type(exc).__name__}: {exc}")
 
@@ -305,10 +320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         while _parent_alive(parent):
-            _locked_pass(project, db, lock, None)
+            _locked_pass(project, db, lock, final=False)
             _wait(parent, args.poll_interval)
         release()  # a daemon started now polls instead of waiting for this one
-        _locked_pass(project, db, lock, 0)
+        _locked_pass(project, db, lock, final=True)
     finally:
         release()
     return 0
