@@ -118,7 +118,7 @@ def test_unfinished_tail_turn_waits(hk: HookEnv, tmp_path: Path) -> None:
     data.clock = int(time.time() * 1000) - 10_000
     data.message(SID, "msg_u2", "user", "Now cache the totals please")
     data.message(SID, "msg_a2", "assistant", "Cached.", finish="stop")
-    assert daemon_once(hk, data, MEMSEARCH_OPENCODE_TAIL_QUIET_MS="3600000").stdout.strip() == "0"
+    assert daemon_once(hk, data, MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(10**15)).stdout.strip() == "0"
 
 
 def test_memsearch_dir_is_honoured(hk: HookEnv, db: OpenCodeDB, tmp_path: Path) -> None:
@@ -190,7 +190,9 @@ def test_daemon_polls_until_terminated(hk: HookEnv, db: OpenCodeDB) -> None:
     assert not pid_file.exists()
 
 
-def test_a_second_daemon_for_the_project_leaves_at_once(hk: HookEnv, db: OpenCodeDB) -> None:
+def test_a_second_daemon_waits_for_the_first_and_takes_over(hk: HookEnv, db: OpenCodeDB) -> None:
+    """Two OpenCode windows of one project: one daemon polls; the other waits, and polls once the
+    first is gone (the first gives up ``.capture.pid`` before its last pass)."""
     argv = [
         sys.executable,
         "-m",
@@ -201,12 +203,62 @@ def test_a_second_daemon_for_the_project_leaves_at_once(hk: HookEnv, db: OpenCod
         "5",
     ]
     first = subprocess.Popen(argv, cwd=hk.project, env=hk.env(MEMSEARCH_NO_WATCH="1"))
+    second = None
     try:
         pid_file = hk.memsearch_dir / ".capture.pid"
         hookkit.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() == str(first.pid))
-        second = subprocess.run(argv, cwd=hk.project, env=hk.env(MEMSEARCH_NO_WATCH="1"), timeout=60)
-        assert second.returncode == 0
-        assert pid_file.read_text().strip() == str(first.pid) and first.poll() is None
-    finally:
+        second = subprocess.Popen(argv, cwd=hk.project, env=hk.env(MEMSEARCH_NO_WATCH="1"))
+        time.sleep(1.0)  # long enough for a second daemon that did not wait to have written its pid
+        assert pid_file.read_text().strip() == str(first.pid) and second.poll() is None
         first.terminate()
-        first.wait(timeout=30)
+        assert first.wait(timeout=30) == 0
+        hookkit.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() == str(second.pid))
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+
+def test_the_daemon_journals_the_tail_turn_when_opencode_exits(hk: HookEnv, db: OpenCodeDB) -> None:
+    """A one-shot ``opencode run`` exits right after its answer: the daemon it started makes one
+    last pass without the quiet window (the tail turn is finished for good), then exits. Quitting
+    the TUI right after an answer can leave it without ``finish``: still journaled; a question
+    without any answer yet is not."""
+    db.session("ses_quit", hk.project)
+    db.message("ses_quit", "msg_q1", "user", "Quit right after this answer")
+    db.message("ses_quit", "msg_q2", "assistant", "Answered, then the TUI quit.", parentID="msg_q1")
+    db.session("ses_open", hk.project)
+    db.message("ses_open", "msg_o1", "user", "A question OpenCode never answered")
+    daemon = [
+        sys.executable,
+        "-m",
+        "memsearch.hooks.opencode_daemon",
+        "--db",
+        str(db.path),
+        "--poll-interval",
+        "60",
+    ]
+    # The shell plays OpenCode: it starts the daemon, waits until the daemon has taken the project
+    # (its pid file), then exits while the tail turn is still inside the quiet window.
+    pid_file = hk.memsearch_dir / ".capture.pid"
+    script = (
+        'exec 3>&1; "$@" >/dev/null 2>&1 3>&- & echo $! >&3; while [ ! -s "$PIDFILE" ]; do sleep 0.05; done'
+    )
+    opencode = subprocess.run(
+        ["sh", "-c", script, "sh", *daemon],
+        cwd=hk.project,
+        env={
+            **hk.env(MEMSEARCH_NO_WATCH="1", MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(10**15)),
+            "PIDFILE": str(pid_file),
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    pid = int(opencode.stdout.strip())
+    hookkit.wait_for(lambda: "turn:msg_u2" in hk.journal(), timeout=60)
+    hookkit.wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=30)
+    assert "turn:msg_u1" in hk.journal() and "turn:msg_q1" in hk.journal()
+    assert "turn:msg_o1" not in hk.journal()
+    assert not pid_file.exists()

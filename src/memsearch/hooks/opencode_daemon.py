@@ -16,7 +16,13 @@ daemon (``python -m memsearch.hooks.opencode_daemon``, run in the project folder
    journal's dedup keeps it single).
 
 The daemon exits when the process that started it (OpenCode) is gone, on SIGTERM, or after one
-pass with ``--once``. ``MEMSEARCH_DIR`` is honoured: the sidecar and journal go there.
+pass with ``--once``. When OpenCode is gone it first makes a last pass that takes the tail turn as
+OpenCode left it, once it has an answer: nothing will change it any more, and a one-shot
+``opencode run`` (OpenCode 1.18.33 exits as soon as the answer is printed) would otherwise never
+have its turn journaled. (Quitting the TUI of 1.18.33 right after an answer can leave that message
+without ``finish``, so the last pass does not ask for it.) The plugin
+starts it in a session of its own, so quitting the TUI (a hang-up of OpenCode's process group)
+does not cut that pass short. ``MEMSEARCH_DIR`` is honoured: the sidecar and journal go there.
 """
 
 from __future__ import annotations
@@ -122,9 +128,17 @@ def _data(raw: Any) -> dict[str, Any]:
 
 
 def pending_turns(
-    con: sqlite3.Connection, session: str, after: tuple[int, str], now_ms: int, quiet_ms: int
+    con: sqlite3.Connection,
+    session: str,
+    after: tuple[int, str],
+    now_ms: int,
+    quiet_ms: int,
+    final: bool = False,
 ) -> list[PendingTurn]:
-    """The finished turns of ``session`` whose user message comes after the checkpoint ``after``."""
+    """The finished turns of ``session`` whose user message comes after the checkpoint ``after``.
+
+    ``final`` (OpenCode has exited): the tail turn counts as finished once it has an answer.
+    """
     rows = con.execute(
         "SELECT id, time_created, time_updated, data FROM message WHERE session_id = ? "
         "ORDER BY time_created, id",
@@ -141,19 +155,26 @@ def pending_turns(
         role = data.get("role")
         if role == "user" and message_id in texts:
             turns.append(
-                {"id": message_id, "time": int(created), "last": int(updated or created), "finish": None}
+                {
+                    "id": message_id,
+                    "time": int(created),
+                    "last": int(updated or created),
+                    "finish": None,
+                    "answered": False,
+                }
             )
         elif role == "assistant" and turns:
             turns[-1]["last"] = max(turns[-1]["last"], int(updated or created))
             if message_id in texts:
                 turns[-1]["finish"] = data.get("finish")
+                turns[-1]["answered"] = True
     ready: list[PendingTurn] = []
     for index, turn in enumerate(turns):
         if (turn["time"], turn["id"]) <= after:
             continue
         is_tail = index == len(turns) - 1
         finished = turn["finish"] not in (None, "", "tool-calls") and now_ms - turn["last"] >= quiet_ms
-        if is_tail and not finished:
+        if is_tail and not finished and not (final and turn["answered"]):
             break
         ready.append(PendingTurn(session, turn["id"], turn["time"], turn["id"]))
     return ready
@@ -166,9 +187,10 @@ def _quiet_ms(env: Mapping[str, str]) -> int:
         return DEFAULT_QUIET_MS
 
 
-def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None) -> int:
+def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None, *, final: bool = False) -> int:
     """One poll: capture every finished, not yet captured turn of the project's sessions.
 
+    ``final``: the last pass after OpenCode exited (no quiet window; see :func:`pending_turns`).
     Returns how many turns were journaled (duplicates skipped by the journal do not count).
     """
     from memsearch import journal
@@ -185,7 +207,8 @@ def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None) -> i
     try:
         now_ms = int(time.time() * 1000)
         for session in project_sessions(con, base.project_dir):
-            for turn in pending_turns(con, session, sidecar.checkpoint(session), now_ms, _quiet_ms(env)):
+            quiet = 0 if final else _quiet_ms(env)
+            for turn in pending_turns(con, session, sidecar.checkpoint(session), now_ms, quiet, final):
                 raw = {"session_id": session, "turn_id": turn.turn_id, "db": str(db), "cwd": str(project)}
                 ctx = HookContext.build(PLATFORM, "stop", PLATFORM.read_input(raw), env, dt.datetime.now())
                 capture = PLATFORM.capture(ctx)
@@ -218,6 +241,48 @@ def _parent_alive(parent: int) -> bool:
     return parent <= 1 or os.getppid() == parent
 
 
+#: Seconds between two looks at whether OpenCode (or the daemon we wait for) is still there.
+PARENT_CHECK = 0.25
+#: Held during every pass, so two daemons of one project never summarise the same turn twice.
+PASS_LOCK = ".capture.lock"
+
+
+def _wait(parent: int, seconds: float) -> bool:
+    """Sleep up to ``seconds``, waking early when OpenCode exits; whether it is still alive."""
+    deadline = time.monotonic() + seconds
+    while _parent_alive(parent):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(PARENT_CHECK, left))
+    return False
+
+
+def _defer(pid_file: Path, parent: int) -> bool:
+    """Wait while another daemon polls this project; whether this one must poll after all.
+
+    A daemon that polls owns ``.capture.pid`` and gives it up when its OpenCode exits, before its
+    last pass. So: our OpenCode exits while the owner still polls → the owner journals our turns
+    (False); the owner is gone or draining → we poll (True).
+    """
+    while _running_daemon(pid_file):
+        if not _parent_alive(parent):
+            return False
+        time.sleep(PARENT_CHECK)
+    return True
+
+
+def _locked_pass(project: Path, db: Path, lock: Path, final: bool) -> None:
+    import fcntl
+
+    try:
+        with open(lock, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            run_pass(project, db, final=final)
+    except Exception as exc:  # one bad pass must not end capture for the session
+        log(f"opencode capture pass failed: {type(exc).__name__}: {exc}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m memsearch.hooks.opencode_daemon [--db PATH] [--poll-interval S] [--once]``."""
     from memsearch.hooks.opencode import default_db
@@ -235,28 +300,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from memsearch.hooks.opencode import PLATFORM
 
-    pid_file = HookContext.build(PLATFORM, "stop", HookInput(cwd=str(project))).memsearch_dir / PID_FILE
-    if _running_daemon(pid_file):
-        return 0  # another OpenCode window of this project already captures it
-    pid_file.parent.mkdir(parents=True, exist_ok=True)
-    pid_file.write_text(str(os.getpid()), encoding="utf-8")
+    memsearch_dir = HookContext.build(PLATFORM, "stop", HookInput(cwd=str(project))).memsearch_dir
+    pid_file, lock = memsearch_dir / PID_FILE, memsearch_dir / PASS_LOCK
     parent = os.getppid()
 
     def stop(_signum: int, _frame: object) -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    try:
-        while _parent_alive(parent):
-            try:
-                run_pass(project, db)
-            except Exception as exc:  # one bad pass must not end capture for the session
-                log(f"opencode capture pass failed: {type(exc).__name__}: {exc}")
-            time.sleep(args.poll_interval)
-    finally:
+    if not _defer(pid_file, parent):
+        return 0  # another OpenCode window of this project polls, and will journal our turns
+    memsearch_dir.mkdir(parents=True, exist_ok=True)
+    pid_file.write_text(str(os.getpid()), encoding="utf-8")
+
+    def release() -> None:
         with contextlib.suppress(OSError):
             if pid_file.read_text(encoding="utf-8").strip() == str(os.getpid()):
                 pid_file.unlink()
+
+    try:
+        while _parent_alive(parent):
+            _locked_pass(project, db, lock, final=False)
+            _wait(parent, args.poll_interval)
+        release()  # a daemon started now polls instead of waiting for this one
+        _locked_pass(project, db, lock, final=True)
+    finally:
+        release()
     return 0
 
 
