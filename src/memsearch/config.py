@@ -348,6 +348,9 @@ class ConfigOrigin:
     project_path: Path | None = None
     #: Dotted keys present in the project file but dropped by the allowlist (or unknown).
     ignored_project_keys: list[str] = field(default_factory=list)
+    #: ``embedding.model`` was set nowhere and holds the provider's default: the user did not choose
+    #: it, so a store the original memsearch built may keep the original's model (memsearch.migration).
+    default_embedding_model: bool = False
 
 
 @dataclass
@@ -912,6 +915,7 @@ def resolve_config(
     cfg: MemSearchConfig = _build(MemSearchConfig, _resolve_env_tree(merged), MemSearchConfig())
     if not cfg.embedding.model:
         cfg.embedding.model = default_model_for(cfg.embedding.provider)
+        origin.default_embedding_model = True
     cfg.origin = origin
     return cfg
 

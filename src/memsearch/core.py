@@ -73,6 +73,10 @@ class MemSearch:
         self._paths = [str(p) for p in (paths or [])]
         self._provider = embedding_provider
         self._model = embedding_model or DEFAULT_MODELS[embedding_provider]
+        #: False when the provider's default is used: opening a store may then settle another
+        #: model (an index the original memsearch built; see _settle_model).
+        self._model_chosen = bool(embedding_model)
+        self._announced = False
         self._batch_size = embedding_batch_size
         self._base_url = embedding_base_url
         self._api_key = embedding_api_key
@@ -131,7 +135,7 @@ class MemSearch:
     def store(self) -> MilvusStore:
         """The Milvus store; created (with its collection) on first use."""
         if self._store is None:
-            self._store = self._open_store(self.embedder.dimension)
+            self._store = self._open_settled(create=True)
         elif not self._store.exists:  # opened by a read, which creates nothing
             self._store.ensure_collection(self.embedder.dimension)
         return self._store
@@ -139,8 +143,49 @@ class MemSearch:
     def _search_store(self) -> MilvusStore:
         """A store for search: checks an existing collection's dimension, creates nothing."""
         if self._store is None:
-            self._store = self._open_store(self.embedder.dimension, create=False)
+            self._store = self._open_settled(create=False)
         return self._store
+
+    def _open_settled(self, *, create: bool) -> MilvusStore:
+        """Open the store for embedding work (one connection): read-only first, so an existing
+        collection's dimension settles the model (:meth:`_settle_model`); then check the
+        collection against the model's dimension, or, for a write, create it with that dimension."""
+        store = self._open_store(None, create=False)
+        try:
+            self._settle_model(store.dimension if store.exists else None)
+            store.check_dimension(self.embedder.dimension)
+            if create:
+                store.ensure_collection()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _settle_model(self, dimension: int | None) -> None:
+        """The one place where a store's model can differ from the configured one: with no model
+        chosen, an index the original memsearch built with its default model (bge-m3, 1024-d) is
+        used with that model, from the local HuggingFace cache, else one clear error
+        (:mod:`memsearch.migration`). ``dimension`` is the existing collection's (None: none)."""
+        if self._model_chosen:
+            return
+        from memsearch.embeddings import DEFAULT_MODELS
+        from memsearch.migration import ORIGINAL_DIMENSION, ORIGINAL_MODEL, model_for_index
+
+        default = DEFAULT_MODELS[self._provider]
+        self._use_model(model_for_index(self._provider, default, dimension, self._collection))
+        if self._model == ORIGINAL_MODEL and not self._announced:
+            self._announced = True
+            logger.warning(
+                "memsearch: using the original memsearch's bge-m3 model for this index (%s, %d-d, "
+                "from the HuggingFace cache)",
+                ORIGINAL_MODEL,
+                ORIGINAL_DIMENSION,
+            )
+
+    def _use_model(self, model: str) -> None:
+        if model != self._model:
+            self._model = model
+            self._embedder = None  # created again, for this model, on first use
 
     def _open_store(self, dimension: int | None, *, create: bool = True) -> MilvusStore:
         from memsearch.store import MilvusStore
@@ -181,6 +226,13 @@ class MemSearch:
     def _indexer(self, paths: Sequence[str]) -> Indexer:
         from memsearch.indexer import Indexer, IndexSettings
 
+        if self._store is None and not self._model_chosen:
+            # The model the last run settled on (an index the original built), so that an unchanged
+            # folder stays a no-op; the store, once opened, confirms it (Indexer restarts if not).
+            from memsearch.migration import remembered_model
+
+            self._use_model(remembered_model(self._provider, self._manifest_file()) or self._model)
+
         settings = IndexSettings(
             tuple(paths),
             model=self._model,
@@ -195,6 +247,7 @@ class MemSearch:
             embedder=lambda: self.embedder,
             manifest_file=self._manifest_file(),
             lite_path=self._lite_path(),
+            model=lambda: self._model,
         )
 
     # -- indexing -------------------------------------------------------------------------
@@ -308,7 +361,6 @@ class MemSearch:
             prefix = str(Path(source_prefix).expanduser().resolve())
             filter_expr = source_prefix_filter(prefix)
         embedder = self.embedder
-        embed_query = getattr(embedder, "embed_query", embedder.embed)
         fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
 
         def lexical() -> tuple[MilvusStore, list[Any]]:
@@ -320,9 +372,13 @@ class MemSearch:
             # BM25 leg, which needs no vector, on a worker thread while the model loads and embeds
             # the query; the model's work releases the GIL, so the two overlap on 2 cores. Once
             # both are loaded, the same overlap measured no faster (GIL hand-offs eat the gain).
-            vectors, (store, sparse) = await asyncio.gather(embed_query([query]), asyncio.to_thread(lexical))
+            vectors, (store, sparse) = await asyncio.gather(
+                _embed_query(embedder, query), asyncio.to_thread(lexical)
+            )
+            if self._embedder is not embedder:  # the store settled another model (_settle_model)
+                vectors = await _embed_query(self.embedder, query)
         else:
-            vectors = await embed_query([query])
+            vectors = await _embed_query(embedder, query)
             store, sparse = lexical()
         dense = store.search_leg("dense", vectors[0], top_k=fetch_k, filter_expr=filter_expr)
         results = fuse({"dense": dense, "sparse": sparse}, hybrid_weights(query), fetch_k)
@@ -376,6 +432,12 @@ class MemSearch:
         self.close()
 
 
+async def _embed_query(embedder: EmbeddingProvider, query: str) -> list[list[float]]:
+    embed = getattr(embedder, "embed_query", embedder.embed)
+    vectors: list[list[float]] = await embed([query])
+    return vectors
+
+
 def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
     """The one place where configuration becomes ``MemSearch`` arguments (DESIGN §7.2).
 
@@ -383,7 +445,8 @@ def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
     """
     return {
         "embedding_provider": cfg.embedding.provider,
-        "embedding_model": cfg.embedding.model or None,
+        # None = not chosen (the provider's default), which MemSearch tells from a chosen model
+        "embedding_model": None if cfg.origin.default_embedding_model else cfg.embedding.model or None,
         "embedding_batch_size": cfg.embedding.batch_size,
         "embedding_base_url": cfg.embedding.base_url or None,
         "embedding_api_key": cfg.embedding.api_key or None,

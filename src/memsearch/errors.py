@@ -104,6 +104,11 @@ class DimensionMismatchError(StoreError, ValueError):
     """The collection's vector dimension differs from the embedding model's."""
 
 
+class OriginalModelMissingError(DimensionMismatchError):
+    """An index the original memsearch built with its default model (bge-m3, 1024-d), opened with
+    our default model, and that model is not in the local HuggingFace cache."""
+
+
 class CollectionNotFoundError(StoreError):
     """A read-only command met a collection that does not exist."""
 

@@ -22,7 +22,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -212,12 +212,24 @@ class Indexer:
         embedder: Callable[[], EmbeddingProvider],
         manifest_file: Path | None,
         lite_path: Path | None = None,
+        model: Callable[[], str] | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
         self._embedder = embedder
         self._manifest_file = manifest_file
         self._lite_path = lite_path
+        self._model = model
+
+    def _model_settled(self) -> bool:
+        """Call after opening the store: True when opening it settled another embedding model than
+        the settings' (``MemSearch`` does for an index the original memsearch built with its
+        default model). The settings then take that model; chunk IDs made before are stale."""
+        model = self._model() if self._model is not None else self.settings.model
+        if model == self.settings.model:
+            return False
+        self.settings = replace(self.settings, model=model)
+        return True
 
     # -- public --------------------------------------------------------------------------
 
@@ -235,6 +247,8 @@ class Indexer:
             first_run = True
         if first_run:
             self._store()  # index is a write: even an empty folder leaves a collection to search
+            if self._model_settled():
+                return await self.index(force=force, progress=progress)
 
         active = {str(f.path) for f in files}
         gone = [p for p in manifest.files if p not in active and _under(p, roots)]
@@ -296,6 +310,8 @@ class Indexer:
         if callable(warm):
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(_retrieved)
         store = self._store()
+        if self._model_settled():  # the chunk IDs above were made with another model's name
+            return await self.index(force=force, progress=progress)
         if manifest.files and store.count() == 0:
             # A fresh or dropped collection: nothing the manifest claims is really there.
             return await self._start_over(progress)
@@ -364,8 +380,10 @@ class Indexer:
             embedder=self._embedder,
             manifest_file=self._manifest_file,
             lite_path=self._lite_path,
+            model=self._model,
         )
         report = await indexer.index()
+        self.settings = replace(self.settings, model=indexer.settings.model)
         if report.failed_files:
             raise IndexingError(report.failed_files[0])
         return report.indexed_chunks
@@ -388,6 +406,7 @@ class Indexer:
         """
         source = str(Path(path).expanduser().resolve())
         store = self._store()
+        self._model_settled()  # the manifest below is keyed by the settled model
         if directory:
             from memsearch.store import source_prefix_filter
 

@@ -794,18 +794,30 @@ class MilvusStore:
         else:
             self._ensure_collection()
 
+    def check_dimension(self, dimension: int) -> None:
+        """Set the vector dimension of this store's embedding model (a store opened without one):
+        raise :class:`~memsearch.errors.DimensionMismatchError` when the existing collection has
+        another; a missing collection is later created with it."""
+        existing = self._collection_dimension if self._exists else None
+        if existing is not None and existing != dimension:
+            raise self._mismatch(existing, dimension)
+        self._dimension = dimension
+
+    def _mismatch(self, existing: int, dimension: int) -> errors.DimensionMismatchError:
+        return errors.DimensionMismatchError(
+            f"Embedding dimension mismatch: collection '{self._collection}' has dim={existing} "
+            f"but the current embedding provider outputs dim={dimension}. Run 'memsearch reset "
+            "--yes' to drop the collection and re-index, or use a different --milvus-uri / --collection.",
+            hint="after the reset, `memsearch index --force <paths>` rebuilds the index",
+        )
+
     def _adopt_existing(self) -> None:
         info = self._call("describe_collection", self._collection)
         fields = {field.get("name"): field for field in info.get("fields", [])}
         dim_raw = fields.get("embedding", {}).get("params", {}).get("dim")
         existing_dim = int(dim_raw) if dim_raw is not None else None
         if self._dimension is not None and existing_dim is not None and existing_dim != self._dimension:
-            raise errors.DimensionMismatchError(
-                f"Embedding dimension mismatch: collection '{self._collection}' has dim={existing_dim} "
-                f"but the current embedding provider outputs dim={self._dimension}. Run 'memsearch reset "
-                "--yes' to drop the collection and re-index, or use a different --milvus-uri / --collection.",
-                hint="after the reset, `memsearch index --force <paths>` rebuilds the index",
-            )
+            raise self._mismatch(existing_dim, self._dimension)
         self._collection_dimension = existing_dim
         self._analyzer = _analyzer_name(fields.get("content", {}).get("params", {}))
         properties = info.get("properties") or {}

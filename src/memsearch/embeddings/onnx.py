@@ -252,6 +252,11 @@ def _from_hf_cache(model: str, tried: list[str]) -> ModelFiles | None:
     return None
 
 
+def find_in_hf_cache(model: str) -> ModelFiles | None:
+    """``model``'s files in the local HuggingFace cache, or None (never downloads)."""
+    return _from_hf_cache(model, [])
+
+
 def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE_ENV
 
