@@ -1,0 +1,211 @@
+"""memsearch inside the real Codex CLI (0.171.0 from npm), talking to a fake model API.
+
+Installed exactly as docs/platforms/codex.md says (the commands are read out of its Install block),
+then driven one-shot (``codex exec``) and interactively (the TUI in a pseudo-terminal). Asserted
+for each: the hooks fire, a journal entry with its anchor appears, search / expand / transcript
+find it, the injected memory reaches the model, the recall skill is offered and a shell call of
+``memsearch search`` round-trips, the nested ``codex exec`` summariser sees question and answer,
+and no process of the session is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
+from real_hosts import HOSTS, Terminal, World, kill_world, leftovers, make_world
+
+pytestmark = pytest.mark.host
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "platforms" / "codex.md"
+VERSION = HOSTS["codex"].version
+
+QUESTION = "Remember for deploys: the staging database listens on port 6543."
+RECALL = "Which port does the staging database use? Check the project memory."
+SUMMARY = [
+    "- User said the staging database listens on port 6543 (deploy setting).",
+    "- Codex acknowledged the staging port 6543.",
+]
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def doc_install_commands() -> list[str]:
+    """The Install block of the Codex doc, with the two steps a test cannot take verbatim replaced
+    as the doc's own comment allows: memsearch is already installed (this checkout's venv is on
+    PATH) and the checkout is this one (``cd <checkout>`` instead of ``git clone``)."""
+    section = DOC.read_text().split("## Install", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
+    assert block, "no bash block in the Install section"
+    commands = []
+    for line in block.group(1).splitlines():
+        command = line.split("  #", 1)[0].strip()
+        if not command:
+            continue
+        if command.startswith("uv tool install memsearch"):
+            commands.append("command -v memsearch")  # installed: the venv of this checkout
+        elif command.startswith("git clone https://github.com/zilliztech/memsearch"):
+            commands.append(f"cd {shlex.quote(str(ROOT))}")
+        else:
+            commands.append(command)
+    return commands
+
+
+def codex_config(api: FakeModelAPI, project: Path) -> str:
+    """A user's Codex config: a custom provider (the fake API), the project trusted, no update check."""
+    return (
+        'model = "fake-model"\n'
+        'model_provider = "fake"\n'
+        "check_for_update_on_startup = false\n\n"
+        "[model_providers.fake]\n"
+        'name = "fake"\n'
+        f'base_url = "{api.url}/v1"\n'
+        'wire_api = "responses"\n'
+        'env_key = "FAKE_MODEL_KEY"\n\n'
+        f'[projects."{project}"]\n'
+        'trust_level = "trusted"\n'
+    )
+
+
+def is_summary(call: ModelCall) -> bool:
+    return "Transcript:" in call.user_text and "=== Transcript of a conversation" in call.user_text
+
+
+@pytest.fixture
+def model_api() -> Iterator[FakeModelAPI]:
+    with running_model_api() as api:
+        yield api
+
+
+@pytest.fixture
+def world(tmp_path: Path, model_api: FakeModelAPI) -> Iterator[World]:
+    w = make_world(tmp_path, "codex", FAKE_MODEL_KEY="sk-fake")
+    codex_home = Path(w.env["CODEX_HOME"])
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(codex_config(model_api, w.project))
+    model_api.on(is_summary, Answer(text="\n".join(SUMMARY)))
+    try:
+        yield w
+    finally:
+        kill_world(w)
+
+
+def install(world: World) -> str:
+    """Run the doc's install commands in one shell, as a user would paste them."""
+    script = " && ".join(doc_install_commands())
+    proc = world.run(["bash", "-c", script], timeout=120)
+    assert proc.returncode == 0, f"{script}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def memsearch(world: World, *args: str) -> str:
+    proc = world.run(["memsearch", *args], timeout=120)
+    assert proc.returncode == 0, f"memsearch {args}: {proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def journal(world: World) -> str:
+    folder = world.project / ".memsearch" / "memory"
+    return "".join(p.read_text() for p in sorted(folder.glob("*.md"))) if folder.is_dir() else ""
+
+
+def entries_with(world: World, text: str) -> list[str]:
+    return [e for e in journal(world).split("\n### ")[1:] if text in e]
+
+
+ANCHOR = re.compile(r"<!-- session:(\S+) rollout:(\S+) turn_id:(\S+) -->")
+
+
+def check_recall_chain(world: World, collection: str, needle: str, question: str, answer: str) -> None:
+    """search finds the entry, expand shows its anchor, transcript renders that turn."""
+    hits = json.loads(memsearch(world, "search", needle, "--json-output", "--collection", collection))
+    hit = next(h for h in hits if "6543" in h["content"])
+    expanded = memsearch(world, "expand", hit["chunk_hash"], "--collection", collection)
+    anchor = ANCHOR.search(expanded)
+    assert anchor, expanded
+    _session, rollout, turn_id = anchor.groups()
+    turns = json.loads(memsearch(world, "transcript", rollout, "--turn", turn_id, "--json-output"))
+    texts = [t["text"] for t in turns]
+    assert question in texts and any(answer in t for t in texts), texts
+
+
+# --- one-shot -----------------------------------------------------------------------------------
+
+
+def test_codex_exec_captures_recalls_and_leaves_nothing_running(
+    world: World, model_api: FakeModelAPI
+) -> None:
+    # 1. the documented install, verbatim; it records trust through Codex itself
+    out = install(world)
+    assert "hooks trusted in Codex's config.toml" in out, out
+    assert "all trusted, Codex runs them" in out  # the doc's `memsearch hook codex doctor` line
+
+    # 2./3. a turn: the hooks fire, the detached worker summarises and writes the journal
+    first = world.run(["codex", "exec", QUESTION], timeout=120)
+    assert first.returncode == 0, first.stderr
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        assert f"hook: {event} Completed" in first.stderr, first.stderr
+    (entry,) = wait_for(lambda: entries_with(world, "6543"), 90, "the journal entry")
+    assert ANCHOR.search(entry), entry
+    assert SUMMARY[0] in entry
+
+    # 7. the nested `codex exec` summariser got the question and the answer
+    (summary,) = [c for c in model_api.snapshot() if is_summary(c)]
+    assert f"[User]: {QUESTION}" in summary.user_text
+    assert f"[Codex]: Done. You said: {QUESTION}" in summary.user_text
+    # 8. nothing left: not the worker, not the session's watch, not the nested codex
+    assert leftovers(world, wait=60) == {}
+
+    # 4. progressive disclosure over the new entry
+    collection = memsearch(world, "hook", "codex", "collection").strip()
+    check_recall_chain(world, collection, "staging database port", QUESTION, "Done. You said")
+
+    # 5./6. a second session: memory injected, the skill offered, a shell call of memsearch search
+    skill = (Path(world.env["HOME"]) / ".agents" / "skills" / "memory-recall" / "SKILL.md").read_text()
+    memsearch_bin = re.search(r"^(\S+) search ", skill, re.MULTILINE)
+    assert memsearch_bin, skill
+    command = (
+        f'{memsearch_bin.group(1)} search "staging database port" --json-output --collection {collection}'
+    )
+    model_api.on(
+        lambda c: RECALL in c.user_text and not c.after_tool,
+        Answer(tool="exec_command", arguments={"cmd": command}),
+    )
+    second = world.run(["codex", "exec", "-s", "danger-full-access", RECALL], timeout=120)
+    assert second.returncode == 0, second.stderr
+    calls = [c for c in model_api.snapshot() if RECALL in c.everything and not is_summary(c)]
+    opening = calls[0]
+    assert "User said the staging database listens on port 6543" in opening.everything  # SessionStart
+    assert "[memsearch] Notes from past sessions" in opening.everything  # prompt hint
+    assert "memory-recall" in opening.everything and "memsearch" in opening.everything  # skill listed
+    assert "exec_command" in opening.tools
+    result = next(c for c in calls if c.after_tool)
+    assert "6543" in (result.messages[-1].tool_result or ""), result.messages[-1]
+    assert "chunk_hash" in (result.messages[-1].tool_result or "")
+    wait_for(
+        lambda: entries_with(world, "Check the project memory") or len(entries_with(world, "6543")) > 1,
+        90,
+        "the second turn's entry",
+    )
+    assert leftovers(world, wait=60) == {}
