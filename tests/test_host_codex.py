@@ -30,7 +30,7 @@ DOC = ROOT / "docs" / "platforms" / "codex.md"
 VERSION = HOSTS["codex"].version
 
 QUESTION = "Remember for deploys: the staging database listens on port 6543."
-RECALL = "Which port does the staging database use? Check the project memory."
+RECALL = "Look up in the project memory which port the staging database uses."
 SUMMARY = [
     "- User said the staging database listens on port 6543 (deploy setting).",
     "- Codex acknowledged the staging port 6543.",
@@ -150,6 +150,26 @@ def check_recall_chain(world: World, collection: str, needle: str, question: str
     assert question in texts and any(answer in t for t in texts), texts
 
 
+def script_recall(world: World, model_api: FakeModelAPI, collection: str) -> None:
+    """The fake model follows the installed recall skill: its first answer to RECALL is a shell call
+    of the search command the skill shows (with the real path the installer wrote), then it answers
+    from the tool's output. Requests without tools (Codex's task-title request) are not scripted."""
+    skill = (Path(world.env["HOME"]) / ".agents" / "skills" / "memory-recall" / "SKILL.md").read_text()
+    memsearch_bin = re.search(r"^(\S+) search ", skill, re.MULTILINE)
+    assert memsearch_bin, skill
+    command = (
+        f'{memsearch_bin.group(1)} search "staging database port" --json-output --collection {collection}'
+    )
+
+    def asks(call: ModelCall) -> bool:
+        return RECALL in call.user_text and "exec_command" in call.tools
+
+    model_api.on(
+        lambda c: asks(c) and not c.after_tool, Answer(tool="exec_command", arguments={"cmd": command})
+    )
+    model_api.on(lambda c: asks(c) and c.after_tool, Answer(text="Recalled: port 6543."))
+
+
 # --- one-shot -----------------------------------------------------------------------------------
 
 
@@ -182,16 +202,7 @@ def test_codex_exec_captures_recalls_and_leaves_nothing_running(
     check_recall_chain(world, collection, "staging database port", QUESTION, "Done. You said")
 
     # 5./6. a second session: memory injected, the skill offered, a shell call of memsearch search
-    skill = (Path(world.env["HOME"]) / ".agents" / "skills" / "memory-recall" / "SKILL.md").read_text()
-    memsearch_bin = re.search(r"^(\S+) search ", skill, re.MULTILINE)
-    assert memsearch_bin, skill
-    command = (
-        f'{memsearch_bin.group(1)} search "staging database port" --json-output --collection {collection}'
-    )
-    model_api.on(
-        lambda c: RECALL in c.user_text and not c.after_tool,
-        Answer(tool="exec_command", arguments={"cmd": command}),
-    )
+    script_recall(world, model_api, collection)
     second = world.run(["codex", "exec", "-s", "danger-full-access", RECALL], timeout=120)
     assert second.returncode == 0, second.stderr
     calls = [c for c in model_api.snapshot() if RECALL in c.everything and not is_summary(c)]
@@ -200,7 +211,7 @@ def test_codex_exec_captures_recalls_and_leaves_nothing_running(
     assert "[memsearch] Notes from past sessions" in opening.everything  # prompt hint
     assert "memory-recall" in opening.everything and "memsearch" in opening.everything  # skill listed
     assert "exec_command" in opening.tools
-    result = next(c for c in calls if c.after_tool)
+    result = next(c for c in calls if c.after_tool and c.tools)
     assert "6543" in (result.messages[-1].tool_result or ""), result.messages[-1]
     assert "chunk_hash" in (result.messages[-1].tool_result or "")
     wait_for(
@@ -209,3 +220,68 @@ def test_codex_exec_captures_recalls_and_leaves_nothing_running(
         "the second turn's entry",
     )
     assert leftovers(world, wait=60) == {}
+
+
+# --- interactive --------------------------------------------------------------------------------
+
+#: Codex 0.171.0's TUI runs its sessions in a shared background server (``codex app-server
+#: --managed-daemon``) that outlives the TUI on purpose; it sends SessionEnd when it unloads a
+#: session, ``thread_unload_delay_secs`` (60 s by default) after the last client left. The test
+#: shortens that delay; the daemon itself is Codex's, not a leak of ours.
+UNLOAD_DELAY = 2
+CODEX_DAEMON = re.compile(r"/codex app-server (--listen .*--managed-daemon|daemon pid-update-loop)")
+
+
+def left_besides_codex_daemon(world: World, wait: float) -> dict[int, str]:
+    deadline = time.monotonic() + wait
+    while True:
+        left = {pid: cmd for pid, cmd in leftovers(world, wait=0).items() if not CODEX_DAEMON.search(cmd)}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.25)
+
+
+def tui_turn(world: World, prompt: str, answer: str) -> str:
+    """One interactive session: start the TUI, send ``prompt``, wait for ``answer``, /quit."""
+    term = Terminal(["codex", "-s", "danger-full-access", "-a", "never"], world)
+    try:
+        term.expect(r"Ask Codex to do anything", timeout=60)
+        start = len(term.text)
+        term.type_line(prompt)
+        # Codex 0.171.0 starts the session (and runs SessionStart) with the first prompt; the
+        # hook's status line shows in the transcript.
+        term.expect(r"Hook\s*·\s*\[memsearch\s*v", timeout=60, since=start)
+        term.expect(answer, timeout=60, since=start)
+        term.type_line("/quit")
+        assert term.wait(timeout=30) is not None, term.text[-2000:]
+        return term.text
+    finally:
+        term.close()
+
+
+def test_codex_tui_session_captures_recalls_and_cleans_up(world: World, model_api: FakeModelAPI) -> None:
+    config = Path(world.env["CODEX_HOME"]) / "config.toml"
+    config.write_text(f"thread_unload_delay_secs = {UNLOAD_DELAY}\n" + config.read_text())
+    assert "hooks trusted in Codex's config.toml" in install(world)
+
+    tui_turn(world, QUESTION, r"Done\.\s*You\s*said")
+    (entry,) = wait_for(lambda: entries_with(world, "6543"), 90, "the journal entry")
+    assert ANCHOR.search(entry) and SUMMARY[0] in entry
+    (summary,) = [c for c in model_api.snapshot() if is_summary(c)]
+    assert f"[User]: {QUESTION}" in summary.user_text and "[Codex]: Done. You said" in summary.user_text
+    assert left_besides_codex_daemon(world, wait=60) == {}  # SessionEnd stopped the watch
+    collection = memsearch(world, "hook", "codex", "collection").strip()
+    check_recall_chain(world, collection, "staging database port", QUESTION, "Done. You said")
+
+    script_recall(world, model_api, collection)
+    tui_turn(world, RECALL, r"Recalled:\s*port\s*6543")
+    calls = [c for c in model_api.snapshot() if RECALL in c.everything and not is_summary(c)]
+    assert "User said the staging database listens on port 6543" in calls[0].everything  # SessionStart
+    assert "[memsearch] Notes from past sessions" in calls[0].everything  # UserPromptSubmit
+    assert "memory-recall" in calls[0].everything
+    result = next(c for c in calls if c.after_tool and c.tools)
+    assert "6543" in (result.messages[-1].tool_result or "") and "chunk_hash" in (
+        result.messages[-1].tool_result or ""
+    )
+    wait_for(lambda: len(entries_with(world, "6543")) > 1, 90, "the second turn's entry")
+    assert left_besides_codex_daemon(world, wait=60) == {}
