@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -285,3 +286,37 @@ def test_codex_tui_session_captures_recalls_and_cleans_up(world: World, model_ap
     )
     wait_for(lambda: len(entries_with(world, "6543")) > 1, 90, "the second turn's entry")
     assert left_besides_codex_daemon(world, wait=60) == {}
+
+
+def test_untrusted_hooks_are_reported_not_silent(world: World, model_api: FakeModelAPI) -> None:
+    """Codex 0.171.0 skips untrusted hooks without a word in `codex exec`; memsearch says so: the
+    installer when it leaves trust to the user, and `memsearch hook codex doctor` (exit 1)."""
+    out = world.run(["bash", str(ROOT / "plugins" / "codex" / "install.sh")], timeout=120).stdout
+    assert "hooks trusted" in out  # trusted ...
+    hooks_file = Path(world.env["CODEX_HOME"]) / "hooks.json"
+    hooks = json.loads(hooks_file.read_text())
+    stop = hooks["hooks"]["Stop"][0]["hooks"][0]
+    stop["command"] += " "  # ... then changed behind Codex's back: its hash no longer matches
+    hooks_file.write_text(json.dumps(hooks))
+    doctor = world.run(["memsearch", "hook", "codex", "doctor"], timeout=60)
+    assert doctor.returncode == 1
+    assert "memsearch hooks will not run in Codex: Codex skips Stop (modified)" in doctor.stderr
+    run = world.run(["codex", "exec", QUESTION], timeout=120)
+    assert "hook: SessionStart Completed" in run.stderr and "hook: Stop" not in run.stderr  # Codex agrees
+
+    kept = world.run(["bash", str(ROOT / "plugins" / "codex" / "install.sh")], timeout=120)
+    assert "hooks trusted" in kept.stdout  # re-running the installer repairs it
+    assert world.run(["memsearch", "hook", "codex", "doctor"], timeout=60).returncode == 0
+
+    fresh = {**world.env, "CODEX_HOME": str(world.home / "fresh-codex-home"), "MEMSEARCH_CODEX_NO_TRUST": "1"}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "plugins" / "codex" / "install.sh")], env=fresh, capture_output=True, text=True
+    )
+    assert (
+        proc.returncode == 0 and "NOTE: hooks not trusted" in proc.stdout and "open `/hooks`" in proc.stdout
+    )
+    doctor = subprocess.run(
+        ["memsearch", "hook", "codex", "doctor"], env=fresh, capture_output=True, text=True
+    )
+    assert doctor.returncode == 1 and "Codex skips SessionStart (untrusted)" in doctor.stderr
+    assert leftovers(world, wait=30) == {}

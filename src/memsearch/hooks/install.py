@@ -286,7 +286,7 @@ def _trust_step(env: Mapping[str, str], home: Path, shim: str) -> str:
 
     skipped = "; Codex skips them until you " + TRUST_BY_HAND
     if env.get(NO_TRUST_ENV, "") not in ("", "0"):
-        return f"NOTE: hooks not trusted ({NO_TRUST_ENV} is set){skipped}"
+        return f"NOTE: hooks not trusted by the installer ({NO_TRUST_ENV} is set){skipped}"
     codex = codex_executable(env)
     if codex is None:
         return f"NOTE: `codex` is not on PATH, so the hooks are not trusted yet{skipped}"
@@ -325,9 +325,11 @@ def doctor_codex(*, home: Path | None = None, env: Mapping[str, str] | None = No
     missing = [event for event in CODEX_HOOKS if event.lower() not in found]
     if missing:
         problems.append(f"not installed in {codex_home / 'hooks.json'}: {', '.join(missing)}")
-    blocked = [hook.event for hook in hooks if not hook.runs]
+    blocked = [
+        f"{hook.event} ({hook.trust if hook.enabled else 'disabled'})" for hook in hooks if not hook.runs
+    ]
     if blocked:
-        problems.append(f"Codex skips {', '.join(blocked)} (not trusted or disabled)")
+        problems.append(f"Codex skips {', '.join(blocked)}")
     config_text = _load_toml(codex_home / "config.toml")
     try:
         _check_feature(config_text, codex_home / "config.toml")
