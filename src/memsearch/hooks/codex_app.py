@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import select
 import shutil
 import subprocess
@@ -183,8 +182,3 @@ def trust_our_hooks(
             app.trust(pending)
             ours = our_hooks(app.hooks(cwd), markers)
     return ours
-
-
-def home_cwd(env: Mapping[str, str]) -> Path:
-    """A folder to ask about user-level hooks from (the home folder; project hooks do not matter)."""
-    return Path(env.get("HOME") or os.path.expanduser("~"))
