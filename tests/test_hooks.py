@@ -479,6 +479,29 @@ def test_codex_stop_summarises_with_codex_exec(hk: HookEnv) -> None:
     assert hk.journal().count("### ") == 1
 
 
+def test_codex_0171_stop_summarises_question_and_answer(hk: HookEnv) -> None:
+    """A rollout written by Codex 0.171.0 (messages only in item_completed events): the summariser
+    gets the user's question, not just the final answer."""
+    rollout = codex_rollout(hk, Path(__file__).parent / "fixtures" / "transcripts" / "codex-0171.jsonl")
+    stdin = json.dumps(
+        {
+            "session_id": "01a231f6-8914-7693-8fcc-b5adb5df6c5b",
+            "turn_id": "01a231f6-8929-7101-907a-d32786fd9fff",
+            "transcript_path": str(rollout),
+            "cwd": str(hk.project),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "The tool returned: hello-from-tool",
+        }
+    )
+    assert hook_json(hk.hook("codex", "stop", stdin, MEMSEARCH_HOOK_SYNC="1")) == {}
+    (call,) = hk.agent_calls()
+    text = str(call["stdin"])
+    assert "[User]: please list files here" in text
+    assert "[Codex ran exec_command]: echo hello-from-tool; ls" in text
+    assert "turn_id:01a231f6-8929-7101-907a-d32786fd9fff" in hk.journal()
+
+
 def test_codex_stop_without_a_rollout_uses_history(hk: HookEnv) -> None:
     codex_home = hk.home / ".codex"
     codex_home.mkdir()
