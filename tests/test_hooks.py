@@ -423,9 +423,9 @@ def test_unknown_platform_or_event_is_a_clear_error(hk: HookEnv) -> None:
         proc.stderr.strip()
         == "Error: unknown platform 'cursor'. Hint: valid platforms: claude-code, codex, openclaw, opencode"
     )
-    proc = hk.hook("codex", "session-end", "{}")
+    proc = hk.hook("openclaw", "session-end", "{}")
     assert proc.returncode == 2
-    assert "codex has no hook event 'session-end'" in proc.stderr
+    assert "openclaw has no hook event 'session-end'" in proc.stderr
     assert hook_json(hk.hook("claude-code", "UserPromptSubmit", "{}")) == {}  # host spelling accepted
 
 
@@ -477,6 +477,29 @@ def test_codex_stop_summarises_with_codex_exec(hk: HookEnv) -> None:
     check_golden("codex-journal.md", normalize_times(substitute(journal, {"ROLLOUT": str(rollout)})))
     hook_json(hk.hook("codex", "stop", stdin, MEMSEARCH_HOOK_SYNC="1"))  # repeated Stop
     assert hk.journal().count("### ") == 1
+
+
+def test_codex_0171_stop_summarises_question_and_answer(hk: HookEnv) -> None:
+    """A rollout written by Codex 0.171.0 (messages only in item_completed events): the summariser
+    gets the user's question, not just the final answer."""
+    rollout = codex_rollout(hk, Path(__file__).parent / "fixtures" / "transcripts" / "codex-0171.jsonl")
+    stdin = json.dumps(
+        {
+            "session_id": "01a231f6-8914-7693-8fcc-b5adb5df6c5b",
+            "turn_id": "01a231f6-8929-7101-907a-d32786fd9fff",
+            "transcript_path": str(rollout),
+            "cwd": str(hk.project),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "The tool returned: hello-from-tool",
+        }
+    )
+    assert hook_json(hk.hook("codex", "stop", stdin, MEMSEARCH_HOOK_SYNC="1")) == {}
+    (call,) = hk.agent_calls()
+    text = str(call["stdin"])
+    assert "[User]: please list files here" in text
+    assert "[Codex ran exec_command]: echo hello-from-tool; ls" in text
+    assert "turn_id:01a231f6-8929-7101-907a-d32786fd9fff" in hk.journal()
 
 
 def test_codex_stop_without_a_rollout_uses_history(hk: HookEnv) -> None:
@@ -544,21 +567,33 @@ def test_codex_end_to_end_with_the_detached_worker(hk: HookEnv) -> None:
     assert not (hk.memsearch_dir / ".worker.log").read_text().strip()  # the worker reported no problem
 
 
-def test_codex_session_start_indexes_in_the_background(hk: HookEnv) -> None:
+def test_codex_session_keeps_a_watch_until_session_end(hk: HookEnv) -> None:
+    """Codex 0.171.0 sends SessionEnd (also after `codex exec`): the session's watch indexes the
+    journals and is stopped when the session ends."""
     hk.copy_memory()
     stdin = load_stdin("codex-session-start.json", TRANSCRIPT="", CWD=str(hk.project))
     hook_json(hk.hook("codex", "session-start", stdin))
     from memsearch.hooks import processes
 
-    pid = processes.read_pid(hk.memsearch_dir / processes.INDEX_PID)
-    assert pid is not None
-    tail = ["memsearch", "index", str(hk.memory_dir)]
-    wait_for(lambda: not processes.is_running(pid, tail), timeout=60)
-    assert "Indexed" in (hk.memsearch_dir / ".index.log").read_text()
-    found = hk.memsearch(
-        "search", "PDF renderer version pinned", "-j", "--collection", hk.collection("codex")
+    pid = processes.read_pid(hk.memsearch_dir / processes.WATCH_PID)
+    tail = ["memsearch", "watch", str(hk.memory_dir)]
+    assert pid is not None and processes.is_running(pid, tail)
+    found = wait_for(
+        lambda: (
+            "weasyprint"
+            in hk.memsearch(
+                "search", "PDF renderer version pinned", "-j", "--collection", hk.collection("codex")
+            ).stdout
+        ),
+        timeout=60,
+        interval=1.0,
     )
-    assert "weasyprint" in found.stdout
+    assert found
+    session = json.loads(stdin)["session_id"]
+    end = {"session_id": session, "cwd": str(hk.project), "hook_event_name": "SessionEnd", "reason": "other"}
+    hook_json(hk.hook("codex", "SessionEnd", json.dumps(end)))
+    wait_for(lambda: not processes.is_running(pid, tail), timeout=10)
+    assert not (hk.memsearch_dir / processes.WATCH_PID).exists()
 
 
 # --- the watch a Claude Code session keeps ----------------------------------------------------

@@ -120,6 +120,9 @@ def test_codex_install_is_idempotent_and_keeps_the_users_setup(tmp_path: Path) -
     first = run_install(home)
     assert first.returncode == 0, first.stderr
     assert "Start a new Codex session" in first.stdout
+    # No `codex` on this PATH: the installer cannot trust the hooks and says what to do instead.
+    assert "NOTE: `codex` is not on PATH, so the hooks are not trusted yet" in first.stdout
+    assert "open `/hooks`" in first.stdout
     hooks = json.loads((codex / "hooks.json").read_text())["hooks"]
     shim = CODEX_PLUGIN / "hooks" / "run.sh"
     for event, (name, timeout) in CODEX_HOOKS.items():
@@ -179,6 +182,26 @@ def test_codex_install_refuses_broken_files_and_changes_nothing(tmp_path: Path) 
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: cannot update ") and "config.toml" in proc.stderr
     assert not (codex / "hooks.json").exists() and not (home / ".agents").exists()
+
+
+def test_earlier_memsearch_hooks_are_updated_in_place() -> None:
+    """Codex keys a hook's trust by its position, so ours must not move (nor shift the user's)."""
+    data = {
+        "hooks": {
+            "Stop": [
+                {
+                    "matcher": "",
+                    "hooks": [{"type": "command", "command": "bash /old/plugins/codex/hooks/run.sh stop"}],
+                },
+                {"matcher": "", "hooks": [{"type": "command", "command": "notify-send done"}]},
+            ]
+        }
+    }
+    merged = merge_codex_hooks(data, {"Stop": ("bash /new/plugins/codex/hooks/run.sh stop py", 30)})
+    assert [g["hooks"][0]["command"] for g in merged["hooks"]["Stop"]] == [
+        "bash /new/plugins/codex/hooks/run.sh stop py",
+        "notify-send done",
+    ]
 
 
 def test_legacy_list_shaped_hooks_are_converted() -> None:

@@ -193,6 +193,40 @@ def test_codex_reads_tool_outputs_and_skips_reasoning_and_duplicates() -> None:
     assert "Locating the argument parser" not in all_text and "environment_context" not in all_text
 
 
+#: A rollout written by Codex 0.171.0 (`codex exec` with one shell call; long context blocks trimmed).
+CODEX_0171 = FIXTURES / "codex-0171.jsonl"
+CODEX_0171_TURN = "01a231f6-8929-7101-907a-d32786fd9fff"
+
+
+def test_codex_0171_rollout_is_read_from_its_completed_items() -> None:
+    """Codex 0.171.0 writes no user_message/agent_message events: the messages are read from its
+    item_completed events, the harness's context blocks stay out, the exec header is cut."""
+    turns = parse_transcript(CODEX_0171)
+    assert [(t.role, t.uuid) for t in turns] == [
+        ("user", CODEX_0171_TURN),
+        ("assistant", f"{CODEX_0171_TURN}.1"),
+    ]
+    assert turns[0].text == "please list files here"
+    assert turns[1].text.startswith("The tool returned:")
+    assert turns[1].tools == [ToolCall("exec_command", "echo hello-from-tool; ls", "hello-from-tool")]
+    all_text = json.dumps(turns_to_json(turns))
+    assert "environment_context" not in all_text and "skills_instructions" not in all_text
+
+
+def test_codex_rollout_without_message_events_or_items_falls_back_to_response_messages(
+    tmp_path: Path,
+) -> None:
+    entries = [json.loads(line) for line in CODEX_0171.read_text().splitlines()]
+    kept = [e for e in entries if e["payload"].get("type") != "item_completed"]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in kept))
+    turns = parse_transcript(path)
+    assert [(t.role, t.text[:22]) for t in turns] == [
+        ("user", "please list files here"),
+        ("assistant", "The tool returned: Chu"),
+    ]
+
+
 # --- OpenClaw and OpenCode ------------------------------------------------------------------
 
 

@@ -178,6 +178,12 @@ class ServiceClient:
         """Send one request and return its result, re-raising the service's error as ours."""
         try:
             sock = self._open(timeout)
+        except PermissionError as exc:  # e.g. Codex 0.171.0's read-only / workspace-write sandbox
+            raise ServiceError(
+                f"not allowed to reach the memsearch service for {self.paths.store} ({exc})",
+                hint="a sandbox blocks its socket: run the command outside the sandbox, "
+                "or read the journal files directly",
+            ) from exc
         except OSError as exc:
             raise ServiceError(
                 f"the memsearch service for {self.paths.store} is not answering ({exc})",

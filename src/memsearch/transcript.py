@@ -462,6 +462,8 @@ def _parse_claude(src: _Source) -> list[Turn]:
 # --- Codex ----------------------------------------------------------------------------------
 
 _CODEX_TYPES = ("event_msg", "response_item", "session_meta", "turn_context")
+#: Codex 0.171.0 prefixes ``exec_command`` outputs with ``Chunk ID: …`` … ``Output:`` lines.
+_CODEX_EXEC_HEADER = re.compile(r"\AChunk ID: [^\n]*\n(?:[^\n]*\n)*?Output:\n")
 
 
 def _is_codex_entry(entry: Mapping[str, Any]) -> bool:
@@ -474,7 +476,7 @@ def _codex_output(raw: Any) -> str:
         try:
             decoded = json.loads(raw)
         except ValueError:
-            return raw
+            return _CODEX_EXEC_HEADER.sub("", raw, count=1)
         if isinstance(decoded, Mapping) and isinstance(decoded.get("output"), str):
             return decoded["output"]
         return raw
@@ -565,13 +567,70 @@ def _codex_output_item(state: _CodexState, line: int, p: Mapping[str, Any]) -> N
     state.result(p.get("call_id"), p.get("output"))
 
 
-# (entry type, payload type) → handler; everything else (reasoning, duplicated response messages,
-# token counts, ...) carries nothing the transcript shows.
-_CODEX_HANDLERS: dict[tuple[str, str], Callable[[_CodexState, int, Mapping[str, Any]], None]] = {
+def _codex_item_text(content: Any) -> str:
+    """Text of an ``item_completed`` item's content (blocks typed ``text`` or ``Text``; images as
+    placeholders)."""
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, Mapping):
+            continue
+        kind = str(block.get("type") or "").lower()
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif "image" in kind:
+            parts.append("[image]")
+    return "\n".join(p for p in parts if p).strip()
+
+
+def _codex_item(state: _CodexState, line: int, p: Mapping[str, Any]) -> None:
+    """Codex 0.171.0: ``event_msg`` ``item_completed`` with a ``UserMessage`` or ``AgentMessage``."""
+    item = p.get("item")
+    if not isinstance(item, Mapping):
+        return
+    text = _codex_item_text(item.get("content"))
+    if not text:
+        return
+    if item.get("type") == "UserMessage":
+        state.user(line, text)
+    elif item.get("type") == "AgentMessage":
+        turn = state.reply(line)
+        turn.text = _join(turn.text, text)
+
+
+def _codex_response_message(state: _CodexState, line: int, p: Mapping[str, Any]) -> None:
+    """A ``response_item`` message, for rollouts that have neither message events nor completed
+    items. User messages that are one wrapped block (``<environment_context>…``) are context the
+    harness added, not what the user typed."""
+    text = _codex_item_text(
+        [{**b, "type": "text"} for b in p.get("content") or [] if isinstance(b, Mapping) and "text" in b]
+    )
+    if not text:
+        return
+    if p.get("role") == "user" and not (text.startswith("<") and text.endswith(">")):
+        state.user(line, text)
+    elif p.get("role") == "assistant":
+        turn = state.reply(line)
+        turn.text = _join(turn.text, text)
+
+
+_CodexHandler = Callable[[_CodexState, int, Mapping[str, Any]], None]
+
+#: Where a rollout keeps the conversation's messages, newest Codex last; a rollout is read from the
+#: first of these it contains (versions that wrote two of them would otherwise show each twice).
+#: Codex up to ~0.1xx wrote ``user_message``/``agent_message`` events; Codex 0.171.0 writes none and
+#: keeps the messages in ``item_completed`` events (and in ``response_item`` messages, whose user
+#: role also carries the harness's context blocks, hence last).
+_CODEX_MESSAGE_SOURCES: tuple[dict[tuple[str, str], _CodexHandler], ...] = (
+    {("event_msg", "user_message"): _codex_user, ("event_msg", "agent_message"): _codex_agent},
+    {("event_msg", "item_completed"): _codex_item},
+    {("response_item", "message"): _codex_response_message},
+)
+
+# (entry type, payload type) → handler; everything else (reasoning, token counts, ...) carries
+# nothing the transcript shows. The message handlers are added per rollout (see above).
+_CODEX_HANDLERS: dict[tuple[str, str], _CodexHandler] = {
     ("event_msg", "task_started"): lambda s, _line, p: s.start_task(p.get("turn_id")),
     ("event_msg", "task_complete"): lambda s, _line, _p: s.end_task(),
-    ("event_msg", "user_message"): _codex_user,
-    ("event_msg", "agent_message"): _codex_agent,
     ("response_item", "function_call"): _codex_function_call,
     ("response_item", "function_call_output"): _codex_output_item,
     ("response_item", "custom_tool_call"): _codex_custom_call,
@@ -589,6 +648,13 @@ def _parse_codex(src: _Source) -> list[Turn]:
     ``L<line>``, the line number of the entry that opened the turn (rollouts are append-only).
     """
     state = _CodexState()
+    kinds = {
+        (str(entry.get("type")), str(payload.get("type")))
+        for _line, entry in src.entries
+        if isinstance(payload := entry.get("payload"), Mapping)
+    }
+    messages = next((source for source in _CODEX_MESSAGE_SOURCES if kinds & source.keys()), {})
+    handlers = {**_CODEX_HANDLERS, **messages}
     for line, entry in src.entries:
         payload = entry.get("payload")
         if not isinstance(payload, Mapping):
@@ -597,7 +663,7 @@ def _parse_codex(src: _Source) -> list[Turn]:
             if payload.get("turn_id"):
                 state.start_task(payload["turn_id"])
             continue
-        handler = _CODEX_HANDLERS.get((str(entry.get("type")), str(payload.get("type"))))
+        handler = handlers.get((str(entry.get("type")), str(payload.get("type"))))
         if handler is not None:
             handler(state, line, payload)
     return [t for t in state.turns if t.text or t.tools]

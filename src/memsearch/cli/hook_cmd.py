@@ -2,7 +2,7 @@
 
 Reads the host's JSON on stdin (with a deadline), runs the engine in :mod:`memsearch.hooks` and
 prints the host's reply. ``<event>`` may also be an action for skills and installers
-(``collection``, ``memory-dir``, ``install``), which reads no stdin.
+(``collection``, ``memory-dir``, ``install``, ``doctor``), which reads no stdin.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """Codex CLI: the adapter row, its rollout capture and its ``codex exec`` summariser.
 
-Host facts this row encodes (reference-plugins §2, §9.2): Codex has SessionStart,
-UserPromptSubmit and Stop but no SessionEnd, so SessionStart runs a one-shot background index
-instead of keeping a watch; it runs Stop synchronously and may delete a transient rollout right
-after, so Stop reads the rollout at once and hands the summary and the write to a detached worker.
-``transcript_path`` may be null: the question then comes from ``$CODEX_HOME/history.jsonl`` and
-the answer from ``last_assistant_message``.
+Host facts this row encodes (checked against Codex 0.171.0): Codex sends SessionStart,
+UserPromptSubmit, Stop and SessionEnd (also at the end of ``codex exec``), so SessionStart starts a
+watch of the journal folder and SessionEnd stops it, as for Claude Code. Codex runs Stop
+synchronously and may delete a transient rollout right after, so Stop reads the rollout at once and
+hands the summary and the write to a detached worker. ``transcript_path`` may be null: the
+question then comes from ``$CODEX_HOME/history.jsonl`` and the answer from
+``last_assistant_message``. Codex runs only hooks the user has trusted (see
+:mod:`memsearch.hooks.codex_app`).
 
 The anchor keeps Codex's format, ``session:<id> rollout:<path>``, plus a ``turn_id:<id>`` field
 when the turn id is known — readers ignore fields they do not know, and it lets a repeated Stop of
@@ -145,7 +147,12 @@ def codex_summarizer(ctx: HookContext, prompt: str) -> str | None:
 PLATFORM = Platform(
     name="codex",
     agent_name=AGENT_NAME,
-    events={"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"},
+    events={
+        "session-start": "SessionStart",
+        "prompt-submit": "UserPromptSubmit",
+        "stop": "Stop",
+        "session-end": "SessionEnd",
+    },
     read_input=HookInput.from_fields,
     project_dir=project_dir,
     render=render_hook_json,
@@ -155,6 +162,7 @@ PLATFORM = Platform(
         "[memsearch] Notes from past sessions of this project are searchable: use $memory-recall "
         "when earlier decisions, fixes or context could help with this request."
     ),
+    keep_watch=True,
     detach_capture=True,
     max_summary_chars=MAX_SUMMARY_CHARS,
     default_model=DEFAULT_MODEL,

@@ -244,6 +244,17 @@ def _install(platform: Platform, options: Mapping[str, Any]) -> str:
     return installer(Path(plugin_dir))
 
 
+def _doctor(platform: Platform, _options: Mapping[str, Any]) -> str:
+    from memsearch.hooks.install import DOCTORS
+
+    doctor = DOCTORS.get(platform.name)
+    if doctor is None:
+        raise HookUsageError(
+            f"{platform.name} has no doctor", hint=f"doctors exist for: {', '.join(sorted(DOCTORS))}"
+        )
+    return doctor()
+
+
 #: Commands for skills and installers: ``memsearch hook <platform> <action>``. They read no stdin.
 def _daemon(platform: Platform, options: Mapping[str, Any]) -> str:
     """OpenCode's capture daemon for the current folder (runs until OpenCode exits)."""
@@ -258,6 +269,7 @@ ACTIONS: dict[str, Callable[[Platform, Mapping[str, Any]], str]] = {
     "collection": _collection,
     "memory-dir": _memory_dir,
     "install": _install,
+    "doctor": _doctor,
     "daemon": _daemon,
 }
 

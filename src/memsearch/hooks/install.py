@@ -32,7 +32,9 @@ from memsearch.errors import ConfigError
 
 __all__ = [
     "CODEX_HOOKS",
+    "DOCTORS",
     "INSTALLERS",
+    "doctor_codex",
     "enable_codex_hooks_feature",
     "install_codex",
     "install_skills",
@@ -43,12 +45,16 @@ __all__ = [
 INSTALL_DIR_PLACEHOLDER = "__INSTALL_DIR__"
 MEMSEARCH_PLACEHOLDER = "__MEMSEARCH__"
 
-#: Codex hook event → (our event, timeout in seconds).
+#: Codex hook event → (our event, timeout in seconds). Codex 0.171.0 clamps a SessionEnd hook's
+#: timeout to 3 s (and warns about a larger one).
 CODEX_HOOKS: dict[str, tuple[str, int]] = {
     "SessionStart": ("session-start", 30),
     "UserPromptSubmit": ("prompt-submit", 10),
     "Stop": ("stop", 30),
+    "SessionEnd": ("session-end", 3),
 }
+#: Set to 1 to leave trusting the hooks to the user (Codex's ``/hooks`` screen).
+NO_TRUST_ENV = "MEMSEARCH_CODEX_NO_TRUST"
 #: Substrings of the commands of earlier memsearch installs (ours and the original's shell hooks).
 _CODEX_MARKERS = ("plugins/codex/hooks/", "memsearch hook codex")
 
@@ -108,27 +114,44 @@ def _is_ours(hook: Any, extra_markers: Sequence[str]) -> bool:
 def merge_codex_hooks(
     data: Any, commands: Mapping[str, tuple[str, int]], extra_markers: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """``data`` (a parsed hooks.json) with earlier memsearch hooks removed and ``commands``
-    (host event → (command, timeout)) added; every other hook is kept in place."""
+    """``data`` (a parsed hooks.json) with ``commands`` (host event → (command, timeout)) in it and
+    earlier memsearch hooks gone; every other hook is kept in place.
+
+    An earlier memsearch hook is updated where it stands rather than moved to the end: Codex
+    0.171.0 keys a hook's trust by its position (``<file>:<event>:<group>:<handler>``), so moving
+    ours would shift the user's own hooks to keys trusted for different contents.
+    """
     merged = _from_legacy(data) if isinstance(data, list) else dict(data or {})
     hooks = merged.get("hooks")
     hooks = dict(hooks) if isinstance(hooks, dict) else {}
     for event, groups in list(hooks.items()):
+        ours = commands.get(event)
         kept = []
         for group in groups if isinstance(groups, list) else []:
             if not isinstance(group, dict):
                 kept.append(group)
                 continue
-            inner = [h for h in group.get("hooks") or [] if not _is_ours(h, extra_markers)]
+            inner = []
+            for hook in group.get("hooks") or []:
+                if not _is_ours(hook, extra_markers):
+                    inner.append(hook)
+                elif ours is not None:  # the first earlier entry of ours is updated where it is
+                    inner.append(_command_hook(*ours))
+                    ours = None
             if inner:
                 kept.append({**group, "hooks": inner})
+        if ours is not None:
+            kept.append({"matcher": "", "hooks": [_command_hook(*ours)]})
         hooks[event] = kept
     for event, (command, timeout) in commands.items():
-        hooks.setdefault(event, []).append(
-            {"matcher": "", "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
-        )
+        if event not in hooks:
+            hooks[event] = [{"matcher": "", "hooks": [_command_hook(command, timeout)]}]
     merged["hooks"] = {event: groups for event, groups in hooks.items() if groups}
     return merged
+
+
+def _command_hook(command: str, timeout: int) -> dict[str, Any]:
+    return {"type": "command", "command": command, "timeout": timeout}
 
 
 def enable_codex_hooks_feature(text: str) -> str:
@@ -238,10 +261,89 @@ def install_codex(plugin_dir: Path, *, home: Path | None = None, env: Mapping[st
             f"memsearch hooks for Codex installed in {hooks_file} ({', '.join(CODEX_HOOKS)})",
             f"Codex hooks switched on in {config_file} ([features] hooks = true)",
             f"skills copied to {home / '.agents' / 'skills'}: {', '.join(skills)}",
+            _trust_step(env, home, str(shim)),
             "Start a new Codex session to load them.",
         ]
     )
 
 
+#: What the user does when the installer could not record trust itself.
+TRUST_BY_HAND = (
+    "start `codex`, open `/hooks` and trust the memsearch hooks (or run this installer again where "
+    "`codex` is on PATH); `memsearch hook codex doctor` checks"
+)
+
+
+def _trust_step(env: Mapping[str, str], home: Path, shim: str) -> str:
+    """Trust the memsearch hooks through Codex itself; one line saying what happened.
+
+    Codex 0.171.0 skips hooks the user has not trusted, silently in ``codex exec``. Running this
+    installer is the user's approval of the hooks it writes, so it records that approval the way
+    Codex's ``/hooks`` screen does (see :mod:`memsearch.hooks.codex_app`); ``MEMSEARCH_CODEX_NO_TRUST=1``
+    leaves it to the user.
+    """
+    from memsearch.hooks.codex_app import CodexAppError, codex_executable, trust_our_hooks
+
+    skipped = "; Codex skips them until you " + TRUST_BY_HAND
+    if env.get(NO_TRUST_ENV, "") not in ("", "0"):
+        return f"NOTE: hooks not trusted by the installer ({NO_TRUST_ENV} is set){skipped}"
+    codex = codex_executable(env)
+    if codex is None:
+        return f"NOTE: `codex` is not on PATH, so the hooks are not trusted yet{skipped}"
+    try:
+        hooks = trust_our_hooks(codex, env, home, [shim])
+    except CodexAppError as exc:
+        return f"WARNING: could not trust the hooks ({exc.one_line()}){skipped}"
+    running = [hook.event for hook in hooks if hook.runs]
+    if len(running) < len(CODEX_HOOKS):
+        return f"WARNING: Codex runs only {len(running)} of the {len(CODEX_HOOKS)} memsearch hooks{skipped}"
+    return (
+        f"hooks trusted in Codex's config.toml (hooks.state), as Codex's /hooks screen records it ({codex})"
+    )
+
+
+def doctor_codex(*, home: Path | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Whether Codex will run the memsearch hooks: installed, switched on, and trusted — as Codex
+    itself reports them (``codex app-server`` ``hooks/list``). Raises :class:`ConfigError` listing
+    what is wrong, so the command exits non-zero."""
+    from memsearch.hooks.codex_app import CodexApp, CodexAppError, codex_executable, our_hooks
+
+    env = os.environ if env is None else env
+    home = home or Path.home()
+    codex_home = Path(env.get("CODEX_HOME") or home / ".codex").expanduser()
+    codex = codex_executable(env)
+    if codex is None:
+        raise ConfigError("`codex` is not on PATH", hint="install Codex, or run this where it is on PATH")
+    try:
+        with CodexApp(codex, env, home) as app:
+            hooks = our_hooks(app.hooks(home), _CODEX_MARKERS)
+    except CodexAppError as exc:
+        raise ConfigError(f"could not ask Codex about its hooks: {exc.one_line()}") from None
+    lines = [f"{hook.event}: {hook.trust}{'' if hook.enabled else ', disabled'}" for hook in hooks]
+    problems = []
+    found = {hook.event.lower() for hook in hooks}
+    missing = [event for event in CODEX_HOOKS if event.lower() not in found]
+    if missing:
+        problems.append(f"not installed in {codex_home / 'hooks.json'}: {', '.join(missing)}")
+    blocked = [
+        f"{hook.event} ({hook.trust if hook.enabled else 'disabled'})" for hook in hooks if not hook.runs
+    ]
+    if blocked:
+        problems.append(f"Codex skips {', '.join(blocked)}")
+    config_text = _load_toml(codex_home / "config.toml")
+    try:
+        _check_feature(config_text, codex_home / "config.toml")
+    except ConfigError:
+        problems.append(f"[features] hooks = true is missing from {codex_home / 'config.toml'}")
+    if problems:
+        raise ConfigError(
+            "memsearch hooks will not run in Codex: " + "; ".join(problems),
+            hint=f"re-run plugins/codex/install.sh, or {TRUST_BY_HAND}",
+        )
+    return "\n".join(["memsearch hooks in Codex (all trusted, Codex runs them):", *lines])
+
+
 #: Platform → installer (platforms whose host loads hooks from the user's own config).
 INSTALLERS: dict[str, Callable[[Path], str]] = {"codex": install_codex}
+#: Platform → check that the host will run the installed hooks.
+DOCTORS: dict[str, Callable[[], str]] = {"codex": doctor_codex}
