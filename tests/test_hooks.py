@@ -40,6 +40,7 @@ from hookkit import (
 
 import memsearch
 from fake_llm_server import FakeLLMServer, fake_llm
+from memsearch.hooks.events import SYNC_ENV as SYNC
 from memsearch.prompts import load_prompt
 
 pytestmark = pytest.mark.model
@@ -57,7 +58,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @pytest.fixture
 def hk(tmp_path: Path, store: Store) -> Iterator[HookEnv]:
-    with hookkit.hook_env(tmp_path / "t", store) as world:
+    # Stop hands its work to a detached worker on both hosts; these tests check that work in the
+    # hook's own process. The detached path has its own tests (MEMSEARCH_HOOK_SYNC=0).
+    with hookkit.hook_env(tmp_path / "t", store, extra_env={SYNC: "1"}) as world:
         yield world
 
 
@@ -430,7 +433,7 @@ def test_unknown_platform_or_event_is_a_clear_error(hk: HookEnv) -> None:
 
 
 def test_index_failure_keeps_the_journal_entry(tmp_path: Path) -> None:
-    world = HookEnv(tmp_path / "t", None)  # no service: the hook opens the store itself
+    world = HookEnv(tmp_path / "t", None, extra_env={SYNC: "1"})  # no service: the hook opens the store
     try:
         blocker = world.root / "direct"
         blocker.write_text("a file where the database folder should be")
@@ -525,7 +528,7 @@ def test_codex_end_to_end_with_the_detached_worker(hk: HookEnv) -> None:
     rollout = codex_rollout(hk)
     stdin = load_stdin("codex-stop.json", TRANSCRIPT=str(rollout), CWD=str(hk.project))
     start = time.perf_counter()
-    assert hook_json(hk.hook("codex", "stop", stdin)) == {}
+    assert hook_json(hk.hook("codex", "stop", stdin, **{SYNC: "0"})) == {}
     print(f"codex stop returned after {(time.perf_counter() - start) * 1000:.0f} ms (worker detached)")
     collection = hk.collection("codex")
 
