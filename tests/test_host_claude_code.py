@@ -18,8 +18,10 @@ the world is left running afterwards.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -326,6 +328,26 @@ def test_interactive(world: World, api: FakeModelAPI) -> None:
     check_no_leftovers(world)
     assert not (world.project / ".memsearch" / ".watch.pid").exists()
     check_recall_chain(world, anchor)
+
+
+def test_a_killed_session_leaves_no_watch(world: World) -> None:
+    """A Claude Code that dies without SessionEnd (killed, crashed): the watch its SessionStart
+    started notices that no live session uses it and exits by itself."""
+    install_plugin(world)
+    seed_first_run(world)
+    terminal = Terminal(["claude"], world)
+    try:
+        terminal.expect(r"SessionStart:startup says: \[memsearch v", timeout=60)
+        watch = wait_for(lambda: (world.project / ".memsearch" / ".watch.pid").exists(), 10, "the watch")
+        assert watch and any("memsearch watch" in cmd for cmd in leftovers(world, wait=0).values())
+        os.kill(terminal.pid, signal.SIGKILL)
+        assert terminal.wait(timeout=10) is not None
+    finally:
+        terminal.close()
+    check_no_leftovers(world)  # WATCH_IDLE_GRACE (10 s) after the host died, plus one poll
+    assert not (world.project / ".memsearch" / ".watch.pid").exists()
+    log = (world.project / ".memsearch" / ".watch.log").read_text(encoding="utf-8")
+    assert "No live session uses this watch any more." in log and "Stopping watcher." in log
 
 
 def test_the_pinned_host_is_the_one_the_doc_names() -> None:
