@@ -9,10 +9,10 @@ expanded and traced back to the turn, the model got the memory and the recall sk
 it, the nested ``claude -p --model haiku`` summary saw the question and the answer, and nothing of
 the world is left running afterwards.
 
-- ``test_one_shot``: two ``claude -p`` runs (Claude Code 2.1.197 runs no SessionEnd hook after an
-  ``async`` Stop in ``-p`` and kills hooks still running when it exits, so this is where leaks and
-  lost turns showed).
+- ``test_one_shot``: two ``claude -p`` runs (where Claude Code 2.1.197 kills hooks still running
+  at exit and writes the transcript only after Stop: lost turns and leaked watches showed here).
 - ``test_interactive``: a session in a pseudo-terminal, two turns, ``/exit``.
+- ``test_a_killed_session_leaves_no_watch``: SIGKILL instead of ``/exit``.
 """
 
 from __future__ import annotations
@@ -50,8 +50,6 @@ BULLETS = [
 ]
 RECALL = "What did we decide about the ledger rollout last time?"
 ANCHOR = re.compile(r"<!-- session:(?P<session>\S+) turn:(?P<turn>\S+) transcript:(?P<transcript>\S+) -->")
-#: Permissions for the recall skill and the commands it runs (Claude Code asks before both).
-ALLOWED = ["--allowedTools", "Skill(memsearch:memory-recall)", "Bash(memsearch:*)"]
 
 
 # --- the world --------------------------------------------------------------------------------
@@ -69,6 +67,19 @@ def doc_install_commands() -> list[list[str]]:
                 commands.append([str(REPO) if arg == DOC_SOURCE else arg for arg in argv])
     assert len(commands) == 2, f"expected the marketplace and install commands in {DOC}: {commands}"
     return commands
+
+
+def doc_recall_permissions() -> list[str]:
+    """``--allowedTools ...`` from the doc's ``claude -p`` recall example (Claude Code asks before
+    it runs a skill or a command; ``-p`` cannot ask)."""
+    text = DOC.read_text(encoding="utf-8")
+    recall = text[text.index("## Recall") : text.index("### Automatic recall")]
+    (block,) = re.findall(r"```bash\n(claude -p .*?)```", recall, re.DOTALL)
+    argv = shlex.split(block)
+    return argv[argv.index("--allowedTools") :]
+
+
+ALLOWED = doc_recall_permissions()
 
 
 def install_plugin(world: World) -> None:
@@ -273,8 +284,10 @@ def test_one_shot(world: World, api: FakeModelAPI) -> None:
     check_no_leftovers(world)
     assert not (world.project / ".memsearch" / ".watch.pid").exists()
 
-    uninstall = world.run(["claude", "plugin", "uninstall", "memsearch@memsearch-plugins"], timeout=60)
+    (command,) = re.findall(r"Uninstall: `(claude plugin uninstall [^`]+)`", DOC.read_text(encoding="utf-8"))
+    uninstall = world.run(shlex.split(command), timeout=60)
     assert uninstall.returncode == 0, uninstall.stdout + uninstall.stderr
+    assert "memsearch@" not in world.run(["claude", "plugin", "list"], timeout=60).stdout
 
 
 def loose(text: str) -> str:

@@ -6,10 +6,14 @@ is the transcript's file name, the turn id the uuid of the last real user messag
 
 What Claude Code 2.1.197 does, seen by running it (tests/test_host_claude_code.py):
 
-- ``claude -p`` exits right after the turn and kills an ``async`` hook still running, and runs no
-  SessionEnd hook there. So Stop is a plain (synchronous) hook that reads the turn from the
-  transcript at once and hands the summary and the write to a detached worker; that worker holds the
-  watch while it writes, and the watch ends by itself once neither the host nor a worker is alive.
+- ``claude -p`` exits right after the turn: it kills an ``async`` hook still running, and with one
+  pending it ran no SessionEnd hook either. So Stop is a plain (synchronous) hook that returns at
+  once and leaves the work to a detached worker, which holds the watch while it writes.
+- The transcript is written after the Stop hook has returned (in ``claude -p`` the file does not
+  exist yet when Stop runs): the worker, not the hook, reads the turn, waiting until the transcript
+  shows Stop's ``last_assistant_message``.
+- A session that ends without SessionEnd (killed, crashed) leaves the watch to stop by itself once
+  no live ``claude`` uses it (see :mod:`memsearch.hooks.processes`).
 - Hooks run as ``/bin/sh -c 'bash run.sh <event>'`` children of the ``claude`` process, which is how
   the watch knows which process a session is (:func:`memsearch.hooks.processes.host_process`).
 """

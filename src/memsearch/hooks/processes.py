@@ -9,11 +9,12 @@
   reference-plugins §12.24).
 - The watch of a memory folder is shared by the processes that use it, listed in
   ``.watch.sessions`` as ``<key> <pid> <start time>``: SessionStart adds its session with the host
-  process (the agent that ran the hook), a detached capture worker adds itself while it writes, and
-  SessionEnd removes its session, stopping the watch when no live user is left — one session ending
-  never stops another's watch. Every step holds ``.processes.lock``.
-- A host may never send SessionEnd (Claude Code 2.1.197 does not in ``claude -p``), or may be
-  killed. So the watch checks the list itself (:func:`guard_watch`, ``memsearch watch
+  process (the agent that ran the hook), Stop adds the detached capture worker it starts (which
+  removes itself when done), and SessionEnd removes its session, stopping the watch when no live
+  user is left — one session ending never stops another's watch. Every step holds
+  ``.processes.lock``.
+- A host may end without SessionEnd (Claude Code 2.1.197 in ``claude -p`` with an async hook
+  pending), or be killed. So the watch checks the list itself (:func:`guard_watch`, ``memsearch watch
   --users-file``) and exits once no listed process has been alive for :data:`WATCH_IDLE_GRACE`
   seconds. The start time recorded with each pid keeps a recycled pid from counting as alive.
 """
