@@ -165,7 +165,12 @@ def wait_for_entry(world: World, bullet: str, timeout: float = 60) -> re.Match[s
                 return match
         return None
 
-    found = wait_for(entry, timeout, f"a journal entry with {bullet!r}")
+    worker_log = world.project / ".memsearch" / ".worker.log"
+    try:
+        found = wait_for(entry, timeout, f"a journal entry with {bullet!r}")
+    except AssertionError as exc:
+        log = worker_log.read_text(encoding="utf-8") if worker_log.exists() else "(no worker log)"
+        raise AssertionError(f"{exc}\njournal:\n{journal_text(world)}\nworker log:\n{log}") from None
     assert isinstance(found, re.Match)
     return found
 
@@ -234,6 +239,14 @@ def check_no_leftovers(world: World) -> None:
     assert alive == {}, f"left running: {alive}"
 
 
+def check_logs(world: World) -> None:
+    """The background processes reported no problem (the capture worker writes only problems)."""
+    memsearch_dir = world.project / ".memsearch"
+    assert (memsearch_dir / ".worker.log").read_text(encoding="utf-8") == ""
+    watch_log = (memsearch_dir / ".watch.log").read_text(encoding="utf-8")
+    assert "Failed" not in watch_log and "Error" not in watch_log, watch_log
+
+
 def hook_events(stream: str) -> dict[str, dict[str, object]]:
     """The ``hook_response`` events of ``--output-format stream-json --include-hook-events``."""
     events = {}
@@ -283,6 +296,7 @@ def test_one_shot(world: World, api: FakeModelAPI) -> None:
     wait_for(lambda: journal_text(world).count("\n### ") >= 2, 60, "the recall turn's entry")
     check_no_leftovers(world)
     assert not (world.project / ".memsearch" / ".watch.pid").exists()
+    check_logs(world)
 
     (command,) = re.findall(r"Uninstall: `(claude plugin uninstall [^`]+)`", DOC.read_text(encoding="utf-8"))
     uninstall = world.run(shlex.split(command), timeout=60)
@@ -340,7 +354,13 @@ def test_interactive(world: World, api: FakeModelAPI) -> None:
         terminal.close()
     check_no_leftovers(world)
     assert not (world.project / ".memsearch" / ".watch.pid").exists()
-    check_recall_chain(world, anchor)
+    check_logs(world)
+    # Stopped by the session's release at /exit (SessionEnd, or the last capture worker), not by
+    # the watch noticing later that nobody uses it.
+    assert "No live session" not in (world.project / ".memsearch" / ".watch.log").read_text(encoding="utf-8")
+    raw = Path(anchor["transcript"]).read_text(encoding="utf-8")
+    assert "<command-name>/exit</command-name>" in raw, raw[-2000:]  # recorded...
+    check_recall_chain(world, anchor)  # ...but not shown as turns
 
 
 def test_a_killed_session_leaves_no_watch(world: World) -> None:
