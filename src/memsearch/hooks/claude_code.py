@@ -12,6 +12,8 @@ What Claude Code 2.1.197 does, seen by running it (tests/test_host_claude_code.p
 - The transcript is written after the Stop hook has returned (in ``claude -p`` the file does not
   exist yet when Stop runs): the worker, not the hook, reads the turn, waiting until the transcript
   shows Stop's ``last_assistant_message``.
+- SessionEnd hooks get about 1.5 s, whatever their ``timeout`` says, and are killed then: the
+  session-end hook only forgets the session and signals the watch, it never waits on anything slow.
 - A session that ends without SessionEnd (killed, crashed) leaves the watch to stop by itself once
   no live ``claude`` uses it (see :mod:`memsearch.hooks.processes`).
 - Hooks run as ``/bin/sh -c 'bash run.sh <event>'`` children of the ``claude`` process, which is how

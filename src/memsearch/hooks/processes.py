@@ -365,6 +365,8 @@ def release_watch(memsearch_dir: Path, memory_dir: Path, key: str) -> bool:
     """Stop counting the user ``key``; stop the watch when no live user is left. True if stopped.
 
     Only the recorded pid is signalled, and only if its command line is the watch of this folder.
+    The records go first: Claude Code 2.1.197 gives SessionEnd hooks about 1.5 s whatever their
+    ``timeout`` and kills them then, possibly while the watch is still shutting down.
     """
     pid_file = memsearch_dir / WATCH_PID
     users_file = memsearch_dir / WATCH_SESSIONS
@@ -376,11 +378,10 @@ def release_watch(memsearch_dir: Path, memory_dir: Path, key: str) -> bool:
             _write_users(users_file, users)
             return False
         pid = read_pid(pid_file)
-        stopped = pid is not None and stop_process(pid, _watch_tail(memory_dir))
         for path in (pid_file, users_file):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-    return stopped
+        return pid is not None and stop_process(pid, _watch_tail(memory_dir))
 
 
 def guard_watch(
