@@ -57,8 +57,12 @@ class ModelCall:
 
     @property
     def after_tool(self) -> bool:
-        """Whether the conversation ends with a tool's result (the model should now answer)."""
-        return bool(self.messages) and self.messages[-1].tool_result is not None
+        """Whether the conversation ends with a tool's result (the model should now answer).
+
+        Messages with the role ``system`` after it do not count: Claude Code 2.1.197 sends its hook
+        context and reminders as such messages, after the tool result."""
+        spoken = [m for m in self.messages if m.role != "system"]
+        return bool(spoken) and spoken[-1].tool_result is not None
 
     @property
     def user_text(self) -> str:
@@ -92,7 +96,8 @@ Reply = Answer | Callable[[ModelCall], Answer]
 
 def default_answer(call: ModelCall) -> Answer:
     if call.after_tool:
-        return Answer(text=f"The tool returned: {(call.messages[-1].tool_result or '')[:1500]}")
+        result = next(m.tool_result for m in reversed(call.messages) if m.tool_result is not None)
+        return Answer(text=f"The tool returned: {(result or '')[:1500]}")
     return Answer(text=f"Done. You said: {call.user_text[:200]}")
 
 

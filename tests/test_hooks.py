@@ -10,6 +10,8 @@ files in tests/fixtures/hooks/golden (``MEMSEARCH_UPDATE_GOLDEN=1`` rewrites the
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,6 +42,7 @@ from hookkit import (
 
 import memsearch
 from fake_llm_server import FakeLLMServer, fake_llm
+from memsearch.hooks.events import SYNC_ENV as SYNC
 from memsearch.prompts import load_prompt
 
 pytestmark = pytest.mark.model
@@ -57,7 +60,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @pytest.fixture
 def hk(tmp_path: Path, store: Store) -> Iterator[HookEnv]:
-    with hookkit.hook_env(tmp_path / "t", store) as world:
+    # Stop hands its work to a detached worker on both hosts; these tests check that work in the
+    # hook's own process. The detached path has its own tests (MEMSEARCH_HOOK_SYNC=0).
+    with hookkit.hook_env(tmp_path / "t", store, extra_env={SYNC: "1"}) as world:
         yield world
 
 
@@ -430,7 +435,7 @@ def test_unknown_platform_or_event_is_a_clear_error(hk: HookEnv) -> None:
 
 
 def test_index_failure_keeps_the_journal_entry(tmp_path: Path) -> None:
-    world = HookEnv(tmp_path / "t", None)  # no service: the hook opens the store itself
+    world = HookEnv(tmp_path / "t", None, extra_env={SYNC: "1"})  # no service: the hook opens the store
     try:
         blocker = world.root / "direct"
         blocker.write_text("a file where the database folder should be")
@@ -548,7 +553,7 @@ def test_codex_end_to_end_with_the_detached_worker(hk: HookEnv) -> None:
     rollout = codex_rollout(hk)
     stdin = load_stdin("codex-stop.json", TRANSCRIPT=str(rollout), CWD=str(hk.project))
     start = time.perf_counter()
-    assert hook_json(hk.hook("codex", "stop", stdin)) == {}
+    assert hook_json(hk.hook("codex", "stop", stdin, **{SYNC: "0"})) == {}
     print(f"codex stop returned after {(time.perf_counter() - start) * 1000:.0f} ms (worker detached)")
     collection = hk.collection("codex")
 
@@ -637,6 +642,95 @@ def test_watch_is_shared_by_sessions_and_only_ours_is_stopped(hk: HookEnv) -> No
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_watch_user_is_one_process_not_a_pid() -> None:
+    from memsearch.hooks.processes import WatchUser
+
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        user = WatchUser.of("session-a", sleeper.pid)
+        assert user.alive() and WatchUser.parse(user.line()) == user
+        assert not WatchUser("session-a", sleeper.pid, user.start + "1").alive()  # a recycled pid
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not user.alive()
+    legacy = WatchUser.parse("session-c")  # a line written before processes were recorded
+    assert legacy == WatchUser("session-c") and not legacy.alive()
+
+
+def test_the_host_is_the_agent_above_the_hook_shells() -> None:
+    """Claude Code 2.1.197 runs ``/bin/sh -c 'bash run.sh <event>'``; run.sh execs memsearch."""
+    code = "from memsearch.hooks.processes import host_process; print(host_process())"
+    probe = f"exec {sys.executable} -c '{code}'"
+    out = subprocess.run(["sh", "-c", f"bash -c {shlex.quote(probe)}; true"], capture_output=True, text=True)
+    assert out.stdout.strip() == str(os.getpid()), out.stderr
+
+
+def test_the_watch_guard_fires_once_its_last_user_is_gone(tmp_path: Path) -> None:
+    import threading
+
+    from memsearch.hooks import processes
+
+    users = tmp_path / processes.WATCH_SESSIONS
+    pid_file = tmp_path / processes.WATCH_PID
+    pid_file.write_text(f"{os.getpid()}\n")  # the guard runs in the watch: the pid file names it
+    sleeper = subprocess.Popen(["sleep", "60"])
+    users.write_text(processes.WatchUser.of("session-a", sleeper.pid).line() + "\nsession-legacy\n")
+    fired = threading.Event()
+    try:
+        processes.guard_watch(users, fired.set, poll=0.05, grace=0.3)
+        assert not fired.wait(1.0)  # a live host keeps the watch
+        sleeper.kill()
+        sleeper.wait()
+        assert fired.wait(5.0)
+    finally:
+        sleeper.kill()
+    assert not pid_file.exists() and not users.exists()  # the next SessionStart starts a new watch
+
+
+def test_a_capture_worker_holds_the_watch_until_it_is_done(hk: HookEnv) -> None:
+    """``claude -p``: the host exits right after Stop; the watch must serve the worker, then go."""
+    from memsearch.hooks import processes
+
+    tail = ["memsearch", "watch", str(hk.memory_dir)]
+    host = subprocess.Popen(["sleep", "60"])
+    try:
+        user = processes.WatchUser.of("session-a", host.pid)
+        argv = processes.watch_argv(hk.memory_dir, "ms_t", "t", hk.memsearch_dir / processes.WATCH_SESSIONS)
+        hk.memory_dir.mkdir(parents=True, exist_ok=True)
+        pid, started = processes.retain_watch(hk.memsearch_dir, hk.memory_dir, user, argv)
+        assert started and processes.is_running(pid, tail)
+        worker = subprocess.Popen(["sleep", "60"])
+        held = processes.WatchUser.of("capture-1", worker.pid)
+        assert processes.hold_watch(hk.memsearch_dir, hk.memory_dir, held)
+        host.kill()
+        host.wait()
+        assert not processes.release_watch(hk.memsearch_dir, hk.memory_dir, "session-a")  # worker left
+        worker.kill()
+        worker.wait()
+        assert processes.release_watch(hk.memsearch_dir, hk.memory_dir, "capture-1")
+        assert not processes.is_running(pid, tail)
+    finally:
+        host.kill()
+
+
+def test_claude_stop_before_the_transcript_is_written(hk: HookEnv) -> None:
+    """Claude Code 2.1.197 writes the transcript after Stop returns (in ``claude -p`` the file does
+    not exist yet): the detached worker waits for the turn Stop named, then journals it."""
+    transcript = hk.root / "claude-projects" / f"{CLAUDE_SESSION_ID}.jsonl"
+    stdin = json.loads(claude_stop_stdin(hk, transcript))
+    stdin["last_assistant_message"] = "Totals now use Decimal with per-line rounding"
+    start = time.perf_counter()
+    assert hook_json(hk.hook("claude-code", "stop", json.dumps(stdin), **{SYNC: "0"})) == {}
+    assert time.perf_counter() - start < 10
+    time.sleep(0.5)
+    assert not hk.memory_dir.exists() or not list(hk.memory_dir.glob("*.md"))  # still waiting
+    claude_transcript(hk)
+    wait_for(lambda: hk.memory_dir.exists() and f"turn:{CLAUDE_TURN}" in hk.journal(), timeout=60)
+    assert "Decimal" in hk.journal()
+    assert not (hk.memsearch_dir / ".worker.log").read_text().strip()
 
 
 # --- user text is data, never code ------------------------------------------------------------

@@ -91,7 +91,8 @@ def test_claude_code_hooks_cover_every_event_of_the_engine() -> None:
         event = match.group(1)
         assert platform.events[event] == host_event
         assert EVENT_ALIASES.get(host_event.lower(), event) == event
-        assert hook.get("async", False) is (host_event == "Stop")  # only the capture runs in the background
+        # No async hook: claude -p (2.1.197) kills one still running at exit; Stop detaches its own worker.
+        assert "async" not in hook
 
 
 @pytest.mark.parametrize("platform", ["claude-code", "codex", "openclaw", "opencode"])

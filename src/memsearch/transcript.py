@@ -24,6 +24,7 @@ were asked for (the newest ones, or the selected one) rather than the oldest.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -392,6 +393,16 @@ def _join(current: str, piece: str) -> str:
 
 # Context the harness injects into user messages; not what the user typed.
 _INJECTED = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+# A slash command the user typed, as Claude Code records it: ``<command-name>/exit</command-name>``
+# with ``<command-message>`` and ``<command-args>``; a local command's output comes as its own user
+# entry, ``<local-command-stdout>…`` (or ``-stderr``, or a ``-caveat`` note).
+_COMMAND = re.compile(
+    r"\s*<command-name>(?P<name>.*?)</command-name>\s*"
+    r"(?:<command-message>.*?</command-message>\s*)?"
+    r"(?:<command-args>(?P<args>.*?)</command-args>\s*)?$",
+    re.DOTALL,
+)
+_LOCAL_OUTPUT = re.compile(r"\s*<local-command-(?:stdout|stderr|caveat)>", re.DOTALL)
 
 
 def _is_claude_entry(entry: Mapping[str, Any]) -> bool:
@@ -405,8 +416,13 @@ def _parse_claude(src: _Source) -> list[Turn]:
     other user entries are prompts (``isMeta`` ones are harness notes and skipped). Claude Code writes
     each content block of one response as its own entry sharing ``message.id``: consecutive such
     entries form one assistant turn. Sidechain (sub-agent) entries are not part of the conversation.
+
+    Slash commands are recorded as user entries too (Claude Code 2.1.197). A local one (``/exit``,
+    ``/model``) never reaches the model: it and its ``<local-command-stdout>`` output are dropped.
+    A command the model answers (a skill, a custom command) stays, as the line the user typed.
     """
     turns: list[Turn] = []
+    commands: set[int] = set()  # ids of the user turns that are slash commands
     pending: dict[str, ToolCall] = {}
     current: Turn | None = None  # the open assistant turn
     current_msg_id: str | None = None
@@ -432,8 +448,15 @@ def _parse_claude(src: _Source) -> list[Turn]:
             if entry.get("isMeta"):
                 continue
             text = _INJECTED.sub("", _content_text(content)).strip()
+            if _LOCAL_OUTPUT.match(text):
+                continue
+            command = _COMMAND.match(text)
+            if command:
+                text = f"{command['name'].strip()} {(command['args'] or '').strip()}".strip()
             if text:
                 turns.append(Turn("user", uuid, text))
+                if command:
+                    commands.add(id(turns[-1]))
                 current, current_msg_id = None, None
             continue
         msg_id = message.get("id")
@@ -456,7 +479,9 @@ def _parse_claude(src: _Source) -> list[Turn]:
                     turn.tools.append(call)
                     if block.get("id"):
                         pending[str(block["id"])] = call
-    return [t for t in turns if t.text or t.tools]
+    turns = [t for t in turns if t.text or t.tools]
+    answered = {id(t) for t, after in itertools.pairwise(turns) if after.role == "assistant"}
+    return [t for t in turns if id(t) not in commands or id(t) in answered]
 
 
 # --- Codex ----------------------------------------------------------------------------------

@@ -38,7 +38,14 @@ STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
     default=None,
     help="Milliseconds a file must stay unchanged before it is re-indexed (default 1500).",
 )
-def watch(paths: tuple[str, ...], description: str | None, **flags: Any) -> None:
+@click.option(
+    "--users-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    hidden=True,
+    help="Stop once no process listed in this file is alive (the agent plugins' .watch.sessions).",
+)
+def watch(paths: tuple[str, ...], description: str | None, users_file: Path | None, **flags: Any) -> None:
     """Index PATHS, then keep the index updated as files change.
 
     Created, edited, renamed and deleted markdown files are re-indexed or removed once they have
@@ -66,6 +73,8 @@ def watch(paths: tuple[str, ...], description: str | None, **flags: Any) -> None
 
     previous = {sig: signal.signal(sig, interrupt) for sig in STOP_SIGNALS}
     session = _Session(state, cfg, paths)
+    if users_file is not None:
+        _stop_when_unused(users_file)
     try:
         record_started(state, "watch", paths, cfg)
         while True:  # if the serving process goes away, take over (or join the next one)
@@ -77,6 +86,20 @@ def watch(paths: tuple[str, ...], description: str | None, **flags: Any) -> None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _stop_when_unused(users_file: Path) -> None:
+    """A watch started by an agent's hooks ends with the agent's sessions, even the ones that never
+    say goodbye (no SessionEnd, a killed host): SIGTERM to ourselves, the same clean stop as ``kill``."""
+    import os
+
+    from memsearch.hooks.processes import guard_watch
+
+    def stop() -> None:
+        click.echo("No live session uses this watch any more.")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    guard_watch(users_file.resolve(), stop)
 
 
 def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _Session) -> None:

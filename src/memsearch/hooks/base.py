@@ -132,7 +132,9 @@ class Platform:
     - ``keep_watch``: SessionStart starts a ``memsearch watch`` kept until SessionEnd (hosts that
       send SessionEnd); otherwise SessionStart runs a one-shot background index.
     - ``detach_capture``: Stop returns at once and a detached worker summarises and writes (hosts
-      that run Stop synchronously).
+      that run Stop synchronously, or exit right after it).
+    - ``capture_in_worker``: with ``detach_capture``, the worker also reads the turn (hosts that
+      write the turn into their transcript only after Stop returns); ``capture`` may then wait.
     """
 
     name: str
@@ -147,6 +149,7 @@ class Platform:
     title: bool = False
     keep_watch: bool = False
     detach_capture: bool = False
+    capture_in_worker: bool = False
     #: The most characters of a rendered turn sent to a summariser (head and tail are kept).
     max_summary_chars: int = 100_000
     default_model: str = ""

@@ -201,17 +201,17 @@ def run_hook(
 def run_worker(platform_name: str, payload: bytes | str, *, env: Mapping[str, str] | None = None) -> bool:
     """Finish a capture handed over by a detached Stop (see ``events.stop``). True if written."""
     from memsearch.hooks.base import Capture
-    from memsearch.hooks.events import finish_capture
+    from memsearch.hooks.events import finish_detached
 
     platform = get_platform(platform_name)
     try:
         data = json.loads(payload)
         ctx = HookContext.from_json(platform, data["context"], env)
-        result = finish_capture(ctx, Capture.from_json(data["capture"]))
+        raw = data.get("capture")
+        return finish_detached(ctx, Capture.from_json(raw) if raw else None)
     except Exception as exc:
         _log(f"capture worker failed: {_describe(exc)}")
         return False
-    return result.written
 
 
 # --- actions (not host events) ----------------------------------------------------------------

@@ -30,8 +30,10 @@ __all__ = [
     "SYNC_ENV",
     "engine_settings",
     "finish_capture",
+    "finish_detached",
     "index_memory",
     "missing_key",
+    "new_capture",
     "prompt_submit",
     "search_memory",
     "session_end",
@@ -119,8 +121,10 @@ def _start_background(ctx: HookContext) -> str:
     description = ctx.description()
     try:
         if ctx.platform.keep_watch:
-            argv = processes.watch_argv(memory, ctx.collection, description)
-            processes.retain_watch(ctx.memsearch_dir, memory, _session_key(ctx), argv, cwd=ctx.project_dir)
+            users = ctx.memsearch_dir / processes.WATCH_SESSIONS
+            argv = processes.watch_argv(memory, ctx.collection, description, users_file=users)
+            user = processes.WatchUser.of(_session_key(ctx), processes.host_process())
+            processes.retain_watch(ctx.memsearch_dir, memory, user, argv, cwd=ctx.project_dir)
         elif journal.journal_files(memory, 1):
             argv = processes.index_argv(memory, ctx.collection, description)
             processes.start_index(ctx.memsearch_dir, memory, argv, cwd=ctx.project_dir)
@@ -145,7 +149,8 @@ def session_start(ctx: HookContext) -> Reply:
         )
     notes = [n for n in (index_warning(ctx), _start_background(ctx)) if n]
     context = journal.recent_memory(ctx.memory_dir, files=RECENT_FILES, max_lines=RECENT_LINES)
-    if context:
+    if context and "prompt-submit" not in ctx.platform.events:
+        # A host with a prompt hook gets the hint with the prompt (once per turn), not here too.
         context += "\n\n" + ctx.platform.recall_hint
     return Reply(" | ".join([status, *notes]), context)
 
@@ -284,8 +289,9 @@ WORKER_LOG = ".worker.log"
 WORKER_LOG_MAX = 1 << 20
 
 
-def _detach(ctx: HookContext, capture: Capture) -> None:
-    payload = json.dumps({"context": ctx.to_json(), "capture": capture.to_json()}).encode("utf-8")
+def _detach(ctx: HookContext, capture: Capture | None) -> None:
+    """Hand the capture (or, when None, the reading of the turn too) to a detached worker."""
+    data = {"context": ctx.to_json(), "capture": capture.to_json() if capture is not None else None}
     argv = processes.memsearch_argv("hook", ctx.platform.name, "stop", "--worker")
     ctx.memsearch_dir.mkdir(parents=True, exist_ok=True)
     log = ctx.memsearch_dir / WORKER_LOG
@@ -293,7 +299,40 @@ def _detach(ctx: HookContext, capture: Capture) -> None:
         keep = log.stat().st_size < WORKER_LOG_MAX  # workers append; start over once it grows large
     except OSError:
         keep = True
-    processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+    payload = json.dumps(data).encode("utf-8")
+    pid = processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+    if ctx.platform.keep_watch:  # the watch must outlive a host that exits now (``claude -p``)
+        processes.hold_watch(ctx.memsearch_dir, ctx.memory_dir, processes.WatchUser.of(_worker_key(pid), pid))
+
+
+def _worker_key(pid: int) -> str:
+    return f"capture-{pid}"
+
+
+def new_capture(ctx: HookContext) -> Capture | None:
+    """The platform's capture of the turn that just ended; None when there is nothing to record or
+    the journal already has it (a repeated Stop of the same turn gets no second summary)."""
+    capture = ctx.platform.capture(ctx)
+    if capture is None:
+        return None
+    probe = journal.JournalEntry(["-"], capture.anchor, capture.identity)
+    if journal.find_duplicate(ctx.memory_dir, probe, ctx.now) is not None:
+        return None
+    return capture
+
+
+def finish_detached(ctx: HookContext, capture: Capture | None) -> bool:
+    """The detached worker's part: capture (when the hook left that to it), summarise, write, index,
+    then let go of the watch it held. True when an entry was written."""
+    import os
+
+    try:
+        if capture is None:
+            capture = new_capture(ctx)
+        return capture is not None and finish_capture(ctx, capture).written
+    finally:
+        if ctx.platform.keep_watch:
+            processes.release_watch(ctx.memsearch_dir, ctx.memory_dir, _worker_key(os.getpid()))
 
 
 def stop(ctx: HookContext) -> Reply:
@@ -301,13 +340,14 @@ def stop(ctx: HookContext) -> Reply:
         return Reply()
     if not ctx.plugin.summarize.enabled:
         return Reply()
-    capture = ctx.platform.capture(ctx)
+    detach = ctx.platform.detach_capture and not ctx.flag(SYNC_ENV)
+    if detach and ctx.platform.capture_in_worker:
+        _detach(ctx, None)  # the host has not written the turn yet: the worker waits for it
+        return Reply()
+    capture = new_capture(ctx)
     if capture is None:
         return Reply()
-    probe = journal.JournalEntry(["-"], capture.anchor, capture.identity)
-    if journal.find_duplicate(ctx.memory_dir, probe, ctx.now) is not None:
-        return Reply()  # a repeated Stop of a turn already in the journal: no second summary
-    if ctx.platform.detach_capture and not ctx.flag(SYNC_ENV):
+    if detach:
         _detach(ctx, capture)
     else:
         finish_capture(ctx, capture)

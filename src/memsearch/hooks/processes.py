@@ -7,10 +7,16 @@
   *this* memory folder: a recycled pid, or another project's watch, is never touched. Nothing is
   ever killed by name (the original killed every Milvus Lite process on the machine,
   reference-plugins §12.24).
-- The watch of a memory folder is shared by the sessions that use it: SessionStart adds its
-  session to ``.watch.sessions`` (starting the watch if none runs) and SessionEnd removes it,
-  stopping the watch only when no session is left — one session ending never stops another's watch.
-  Both steps hold ``.processes.lock``.
+- The watch of a memory folder is shared by the processes that use it, listed in
+  ``.watch.sessions`` as ``<key> <pid> <start time>``: SessionStart adds its session with the host
+  process (the agent that ran the hook), Stop adds the detached capture worker it starts (which
+  removes itself when done), and SessionEnd removes its session, stopping the watch when no live
+  user is left — one session ending never stops another's watch. Every step holds
+  ``.processes.lock``.
+- A host may end without SessionEnd (Claude Code 2.1.197 in ``claude -p`` with an async hook
+  pending), or be killed. So the watch checks the list itself (:func:`guard_watch`, ``memsearch watch
+  --users-file``) and exits once no listed process has been alive for :data:`WATCH_IDLE_GRACE`
+  seconds. The start time recorded with each pid keeps a recycled pid from counting as alive.
 """
 
 from __future__ import annotations
@@ -20,18 +26,25 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "INDEX_PID",
     "WATCH_PID",
     "WATCH_SESSIONS",
+    "WatchUser",
     "command_line",
+    "guard_watch",
+    "hold_watch",
+    "host_process",
     "index_argv",
     "is_running",
     "memsearch_argv",
+    "process_start",
     "read_pid",
     "release_watch",
     "retain_watch",
@@ -50,6 +63,13 @@ INDEX_PID = ".index.pid"
 INDEX_LOG = ".index.log"
 #: Seconds a stopped process gets to exit after SIGTERM before SIGKILL.
 STOP_GRACE = 8.0
+#: Seconds between the watch's looks at its users, and how long it stays up with none alive.
+WATCH_POLL = 2.0
+WATCH_IDLE_GRACE = 10.0
+#: Processes between an agent and its hook that are not the agent: shells and launchers.
+LAUNCHERS = frozenset(
+    {"sh", "bash", "dash", "zsh", "ksh", "fish", "env", "nice", "nohup", "timeout", "uv", "uvx"}
+)
 
 
 def memsearch_argv(*args: str) -> list[str]:
@@ -57,8 +77,12 @@ def memsearch_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "memsearch", *args]
 
 
-def watch_argv(memory_dir: Path, collection: str, description: str) -> list[str]:
-    return memsearch_argv("watch", str(memory_dir), "--collection", collection, "--description", description)
+def watch_argv(
+    memory_dir: Path, collection: str, description: str, users_file: Path | None = None
+) -> list[str]:
+    """The watch a hook starts; with ``users_file`` it stops by itself when nobody uses it."""
+    argv = memsearch_argv("watch", str(memory_dir), "--collection", collection, "--description", description)
+    return [*argv, "--users-file", str(users_file)] if users_file is not None else argv
 
 
 def index_argv(memory_dir: Path, collection: str, description: str) -> list[str]:
@@ -147,6 +171,95 @@ def is_running(pid: int | None, expected: Sequence[str]) -> bool:
     return any(argv[i : i + len(want)] == want for i in range(len(argv) - len(want) + 1))
 
 
+def _stat_fields(pid: int) -> tuple[str, list[str]] | None:
+    """``(name, fields after the name)`` of ``/proc/<pid>/stat``; None without /proc or the pid."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    head, _, rest = raw.rpartition(")")
+    return head.partition("(")[2], rest.split()
+
+
+def _ps(pid: int, field: str) -> str:
+    try:
+        out = subprocess.run(
+            ["ps", "-o", f"{field}=", "-p", str(pid)], capture_output=True, text=True, timeout=5
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.strip()
+
+
+def process_start(pid: int) -> str:
+    """When ``pid`` started, as an opaque token ("" when it is gone): with the pid, it names one
+    process for good, since a recycled pid has another start time."""
+    if pid <= 0:
+        return ""
+    fields = _stat_fields(pid)
+    if fields is not None:
+        return fields[1][19] if len(fields[1]) > 19 and fields[1][0] != "Z" else ""
+    if Path("/proc/self").exists():
+        return ""  # /proc exists and the pid is not in it: gone
+    return _ps(pid, "lstart")
+
+
+def _parent(pid: int) -> tuple[int, str]:
+    """``(parent pid, parent's name)`` of ``pid``; ``(0, "")`` when unknown."""
+    fields = _stat_fields(pid)
+    if fields is not None:
+        ppid = int(fields[1][1]) if len(fields[1]) > 1 and fields[1][1].isdigit() else 0
+    else:
+        text = _ps(pid, "ppid")
+        ppid = int(text) if text.isdigit() else 0
+    if ppid <= 1:
+        return 0, ""
+    named = _stat_fields(ppid)
+    name = named[0] if named is not None else Path(_ps(ppid, "comm")).name
+    return ppid, name
+
+
+def host_process() -> int:
+    """The agent that ran this hook: the nearest ancestor that is not a shell or launcher
+    (Claude Code 2.1.197 runs ``/bin/sh -c 'bash run.sh <event>'``, and run.sh execs memsearch).
+    0 when it cannot be told."""
+    pid = os.getpid()
+    for _ in range(8):
+        pid, name = _parent(pid)
+        if pid <= 0:
+            return 0
+        if name not in LAUNCHERS:
+            return pid
+    return 0
+
+
+@dataclass(frozen=True)
+class WatchUser:
+    """One line of ``.watch.sessions``: who uses the watch, and the process whose life counts."""
+
+    key: str  # a session id, or ``capture-<pid>`` for a capture worker
+    pid: int = 0
+    start: str = ""  # :func:`process_start` of ``pid`` when it was recorded
+
+    @classmethod
+    def of(cls, key: str, pid: int) -> WatchUser:
+        return cls(key, pid, process_start(pid)) if pid > 0 else cls(key)
+
+    @classmethod
+    def parse(cls, line: str) -> WatchUser:
+        """A line as written by :meth:`line`; an older line holding only a session id has no process."""
+        key, _, rest = line.strip().partition(" ")
+        pid, _, start = rest.partition(" ")
+        return cls(key, int(pid), start) if pid.isdigit() else cls(key)
+
+    def line(self) -> str:
+        return f"{self.key} {self.pid} {self.start}" if self.pid > 0 and self.start else self.key
+
+    def alive(self) -> bool:
+        """Whether the recorded process still runs (a user with no known process never counts)."""
+        return self.pid > 0 and bool(self.start) and process_start(self.pid) == self.start
+
+
 def read_pid(path: Path) -> int | None:
     try:
         return int(path.read_text(encoding="utf-8").split()[0])
@@ -192,11 +305,16 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _read_sessions(path: Path) -> list[str]:
+def _read_users(path: Path) -> list[WatchUser]:
     try:
-        return [line for line in path.read_text(encoding="utf-8").splitlines() if line]
+        lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
+    return [WatchUser.parse(line) for line in lines if line.strip()]
+
+
+def _write_users(path: Path, users: Sequence[WatchUser]) -> None:
+    _write_atomic(path, "".join(f"{u.line()}\n" for u in users))
 
 
 def _watch_tail(memory_dir: Path) -> list[str]:
@@ -206,53 +324,108 @@ def _watch_tail(memory_dir: Path) -> list[str]:
 def retain_watch(
     memsearch_dir: Path,
     memory_dir: Path,
-    session: str,
+    user: WatchUser,
     argv: Sequence[str],
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> tuple[int, bool]:
-    """Make sure a watch of ``memory_dir`` runs and count ``session`` as one of its users.
+    """Make sure a watch of ``memory_dir`` runs and count ``user`` as one of its users.
 
     Returns ``(pid, started)``: ``started`` is False when a watch of this folder was already
-    running (another session's, or this session's after a resume) and was reused.
+    running (another session's, or this session's after a resume) and was reused. Users whose
+    process is gone are dropped on the way.
     """
     pid_file = memsearch_dir / WATCH_PID
-    sessions_file = memsearch_dir / WATCH_SESSIONS
+    users_file = memsearch_dir / WATCH_SESSIONS
     with _locked(memsearch_dir / PROCESS_LOCK):
         pid = read_pid(pid_file)
-        sessions = _read_sessions(sessions_file)
+        users = [u for u in _read_users(users_file) if u.key != user.key and u.alive()]
         started = not is_running(pid, _watch_tail(memory_dir))
         if started:
             pid = spawn_detached(argv, log=memsearch_dir / WATCH_LOG, env=env, cwd=cwd)
             _write_atomic(pid_file, f"{pid}\n")
-            sessions = []
-        if session not in sessions:
-            sessions.append(session)
-        _write_atomic(sessions_file, "".join(f"{s}\n" for s in sessions))
+            users = []
+        _write_users(users_file, [*users, user])
     assert pid is not None
     return pid, started
 
 
-def release_watch(memsearch_dir: Path, memory_dir: Path, session: str) -> bool:
-    """Stop counting ``session``; stop the watch when it was the last one. True if it was stopped.
+def hold_watch(memsearch_dir: Path, memory_dir: Path, user: WatchUser) -> bool:
+    """Count ``user`` as a user of the running watch (none is started). True if one runs."""
+    users_file = memsearch_dir / WATCH_SESSIONS
+    with _locked(memsearch_dir / PROCESS_LOCK):
+        if not is_running(read_pid(memsearch_dir / WATCH_PID), _watch_tail(memory_dir)):
+            return False
+        users = [u for u in _read_users(users_file) if u.key != user.key]
+        _write_users(users_file, [*users, user])
+    return True
+
+
+def release_watch(memsearch_dir: Path, memory_dir: Path, key: str) -> bool:
+    """Stop counting the user ``key``; stop the watch when no live user is left. True if stopped.
 
     Only the recorded pid is signalled, and only if its command line is the watch of this folder.
+    The records go first: Claude Code 2.1.197 gives SessionEnd hooks about 1.5 s whatever their
+    ``timeout`` and kills them then, possibly while the watch is still shutting down.
     """
     pid_file = memsearch_dir / WATCH_PID
-    sessions_file = memsearch_dir / WATCH_SESSIONS
+    users_file = memsearch_dir / WATCH_SESSIONS
     if not pid_file.exists():
         return False
     with _locked(memsearch_dir / PROCESS_LOCK):
-        sessions = [s for s in _read_sessions(sessions_file) if s != session]
-        if sessions:
-            _write_atomic(sessions_file, "".join(f"{s}\n" for s in sessions))
+        users = [u for u in _read_users(users_file) if u.key != key and u.alive()]
+        if users:
+            _write_users(users_file, users)
             return False
         pid = read_pid(pid_file)
-        stopped = pid is not None and stop_process(pid, _watch_tail(memory_dir))
-        for path in (pid_file, sessions_file):
+        for path in (pid_file, users_file):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-    return stopped
+        return pid is not None and stop_process(pid, _watch_tail(memory_dir))
+
+
+def guard_watch(
+    users_file: Path,
+    on_unused: Callable[[], None],
+    *,
+    poll: float = WATCH_POLL,
+    grace: float = WATCH_IDLE_GRACE,
+) -> threading.Thread:
+    """Watch ``users_file`` from a daemon thread; call ``on_unused`` once no user listed there has
+    been alive for ``grace`` seconds (a missing file lists nobody).
+
+    The last look is taken under ``.processes.lock``, and this process's pid file and users file
+    are removed under it, so a SessionStart racing with the exit starts a new watch instead of
+    joining this one.
+    """
+    memsearch_dir = users_file.parent
+
+    def in_use() -> bool:
+        return any(u.alive() for u in _read_users(users_file))
+
+    def run() -> None:
+        last_used = time.monotonic()
+        while True:
+            time.sleep(poll)
+            if in_use():
+                last_used = time.monotonic()
+                continue
+            if time.monotonic() - last_used < grace:
+                continue
+            with _locked(memsearch_dir / PROCESS_LOCK):
+                if in_use():
+                    last_used = time.monotonic()
+                    continue
+                if read_pid(memsearch_dir / WATCH_PID) == os.getpid():
+                    for path in (memsearch_dir / WATCH_PID, users_file):
+                        with contextlib.suppress(FileNotFoundError):
+                            path.unlink()
+            on_unused()
+            return
+
+    thread = threading.Thread(target=run, name="memsearch-watch-guard", daemon=True)
+    thread.start()
+    return thread
 
 
 def start_index(
