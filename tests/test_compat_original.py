@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -231,3 +232,84 @@ def test_original_claude_code_hooks_accept_our_cli_and_capture(tmp_path: Path) -
             assert leftovers(world, wait=30) == {}
         finally:
             kill_world(world)
+
+
+def test_original_codex_hooks_accept_our_cli_and_capture(tmp_path: Path) -> None:
+    """The same for the original 0.4.23 Codex hooks: session start accepts our CLI, and Stop's
+    detached worker summarises through the real `codex exec` and writes an entry we can search."""
+    from fake_model_api import Answer, running_model_api
+    from memsearch.hooks.collection import derive_collection
+    from real_hosts import kill_world, leftovers, make_world
+    from test_host_codex import codex_config
+
+    plugin = original_source() / "plugins" / "codex"
+    rollout = tmp_path / "rollout-2026-12-01T10-00-00-0199d2a0-0000-7c00-8a00-00000000abcd.jsonl"
+    shutil.copy(ROOT / "tests" / "fixtures" / "hooks" / "codex-rollout.jsonl", rollout)
+    with running_model_api() as api:
+        api.on(
+            lambda call: "Final exchange, authoritative" in call.everything,
+            Answer(text="- User asked to list the CSV exporters.\n- Codex listed them."),
+        )
+        world = make_world(tmp_path, "codex", FAKE_MODEL_KEY="sk-fake")
+        try:
+            codex_home = Path(world.env["CODEX_HOME"])
+            codex_home.mkdir(parents=True)
+            (codex_home / "config.toml").write_text(codex_config(api, world.project))
+            world.run([str(OURS), "config", "set", "embedding.provider", "onnx"], check=True)
+            hook_input = {
+                "session_id": "0199d2a0-0000-7c00-8a00-00000000abcd",
+                "cwd": str(world.project),
+                "transcript_path": str(rollout),
+            }
+            start = world.run(
+                ["bash", str(plugin / "hooks" / "session-start.sh")],
+                stdin=json.dumps({**hook_input, "hook_event_name": "SessionStart"}),
+            )
+            assert start.returncode == 0, start.stderr
+            assert "incompatible" not in start.stdout and "collection:" in start.stdout, start.stdout
+
+            stop = world.run(
+                ["bash", str(plugin / "hooks" / "stop.sh")],
+                stdin=json.dumps(
+                    {
+                        **hook_input,
+                        "hook_event_name": "Stop",
+                        "last_assistant_message": "Three exporters: a, b, c.",
+                    }
+                ),
+            )
+            assert stop.returncode == 0, stop.stderr
+            memory = world.project / ".memsearch" / "memory"
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and "Codex listed them" not in _read_all(memory):
+                time.sleep(0.5)
+            entry = _read_all(memory)
+            assert "Codex listed them" in entry and f"rollout:{rollout}" in entry, entry
+            summary = [c for c in api.snapshot() if "Final exchange, authoritative" in c.everything]
+            assert summary and "CSV exporter quote every field" in summary[0].everything  # the last turn
+
+            collection = derive_collection(str(world.project))
+            world.run([str(OURS), "index", str(memory), "--default-collection", collection], check=True)
+            hits = json.loads(
+                world.run(
+                    [
+                        str(OURS),
+                        "search",
+                        "CSV exporters",
+                        "--json-output",
+                        "--default-collection",
+                        collection,
+                    ],
+                    check=True,
+                ).stdout
+            )
+            assert hits and "Codex listed them" in hits[0]["content"]
+            assert leftovers(world, wait=60) == {}
+        finally:
+            kill_world(world)
+
+
+def _read_all(folder: Path) -> str:
+    return (
+        "".join(p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.md"))) if folder.is_dir() else ""
+    )
