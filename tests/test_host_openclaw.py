@@ -31,11 +31,12 @@ import shlex
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api  # noqa: F401 (a fixture)
+from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
 from real_hosts import Terminal, World, kill_world, leftovers, make_world
 
 pytestmark = pytest.mark.host
@@ -109,10 +110,16 @@ def configure(world: World, api: FakeModelAPI) -> None:
 
 
 @pytest.fixture
-def world(tmp_path: Path, model_api: FakeModelAPI):
+def model_api() -> Iterator[FakeModelAPI]:
+    with running_model_api() as api:
+        script_model(api)
+        yield api
+
+
+@pytest.fixture
+def world(tmp_path: Path, model_api: FakeModelAPI) -> Iterator[World]:
     w = make_world(tmp_path, "openclaw")
     configure(w, model_api)
-    script_model(model_api)
     try:
         yield w
     finally:
@@ -162,7 +169,10 @@ def recall_step(call: ModelCall) -> Answer:
 
 
 def script_model(api: FakeModelAPI) -> None:
-    api.on(lambda c: SUMMARY_MARK in c.everything, Answer(text=f"- User asked how webhook retries work.\n- {BULLET}"))
+    api.on(
+        lambda c: SUMMARY_MARK in c.everything,
+        Answer(text=f"- User asked how webhook retries work.\n- {BULLET}"),
+    )
     api.on(lambda c: RECALL in c.everything, recall_step)
     api.on(lambda c: QUESTION in c.everything, Answer(text=ANSWER))
 
@@ -196,25 +206,26 @@ def journal_entry(world: World) -> str:
     return wait_for(ready, 90, f"the summarised entry in {day}")
 
 
-def check_recall_cli(world: World, entry: str, session: str) -> None:
+def check_recall_cli(world: World, entry: str, session: str = r"\S+") -> None:
     """Item 3 and 4: the anchor, then search -> expand -> transcript from a terminal."""
     db = world.home / ".openclaw" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-    anchor = re.search(rf"<!-- session:{re.escape(session)} transcript:(\S+) turn:(\S+) -->", entry)
+    anchor = re.search(rf"<!-- session:({session}) transcript:(\S+) turn:(\S+) -->", entry)
     assert anchor, entry
-    assert anchor.group(1) == str(db)
+    session, path, turn = anchor.groups()
+    assert path == str(db)
     collection = world.run(["memsearch", "hook", "openclaw", "collection"], check=True).stdout.strip()
 
     def hits() -> list[dict]:
-        proc = world.run(["memsearch", "search", "webhook retry backoff", "--json-output", "--collection", collection])
+        proc = world.run(
+            ["memsearch", "search", "webhook retry backoff", "--json-output", "--collection", collection]
+        )
         found = json.loads(proc.stdout or "[]") if proc.returncode == 0 else []
         return [h for h in found if "BACKOFF-ZEBRA-42" in h.get("content", "")]
 
     hit = wait_for(hits, 60, "the entry in the index")[0]
     expanded = world.run(["memsearch", "expand", hit["chunk_hash"], "--collection", collection], check=True)
     assert anchor.group(0) in expanded.stdout
-    shown = world.run(
-        ["memsearch", "transcript", anchor.group(1), "--session", session, "--turn", anchor.group(2)], check=True
-    )
+    shown = world.run(["memsearch", "transcript", path, "--session", session, "--turn", turn], check=True)
     assert QUESTION in shown.stdout and ANSWER in shown.stdout, shown.stdout
     assert "[selected]" in shown.stdout
 
@@ -254,7 +265,7 @@ def trace(api: FakeModelAPI) -> str:
     for call in api.snapshot():
         tool, result = _last_tool(call)
         lines.append(f"{call.path} tools={len(call.tools)} last tool={tool or '-'} result={result[:200]!r}")
-    return "\n".join(lines + [f"unknown: {api.unknown}"])
+    return "\n".join([*lines, f"unknown: {api.unknown}"])
 
 
 def agent_turn(world: World, api: FakeModelAPI, session: str, message: str) -> str:
@@ -274,8 +285,86 @@ def test_one_shot(world: World, model_api: FakeModelAPI) -> None:
     assert ANSWER in agent_turn(world, model_api, first, QUESTION)
     entry = journal_entry(world)  # agent_end fired; the worker summarised and wrote
     check_summary_request(model_api)
-    check_recall_cli(world, entry, first)
+    check_recall_cli(world, entry, re.escape(first))
 
     assert FINAL in agent_turn(world, model_api, second, RECALL)  # before_prompt_build fired: memory injected
     check_recall_round_trip(model_api)
+    check_no_leftovers(world)
+
+
+# --- interactive: openclaw tui against a gateway -----------------------------------------------------
+#
+# `openclaw tui --local` (the embedded runtime, no gateway) runs the model and offers the plugin's
+# tools, but OpenClaw 2026.9.6 dispatches no typed plugin hooks on that path (neither
+# before_prompt_build nor agent_end run), so there memsearch neither injects nor captures. The
+# interactive session people use is `openclaw tui` against a gateway, which runs the hooks; the test
+# starts one on 127.0.0.1 and stops it.
+
+
+def start_gateway(world: World) -> tuple[subprocess.Popen[bytes], str, str]:
+    """``openclaw gateway run`` on a free loopback port with a token; returns it, its URL and token."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    token = uuid.uuid4().hex
+    log = world.home / "gateway.log"
+    argv = ["openclaw", "gateway", "run", "--port", str(port), "--bind", "loopback", "--auth", "token"]
+    argv += ["--token", token, "--allow-unconfigured"]
+    with open(log, "wb") as out:
+        gateway = subprocess.Popen(
+            argv,
+            cwd=world.project,
+            env=world.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def ready() -> bool:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text(errors="replace"))
+        return gateway.poll() is not None or "[gateway] ready" in text
+
+    wait_for(ready, 90, "the gateway")
+    assert gateway.poll() is None, log.read_text(errors="replace")[-3000:]
+    return gateway, f"ws://127.0.0.1:{port}", token
+
+
+def stop_gateway(gateway: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as a service manager would; OpenClaw drains and exits cleanly."""
+    if gateway.poll() is None:
+        gateway.terminate()
+        try:
+            gateway.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+            gateway.wait()
+    assert gateway.returncode == 0, f"the gateway exited with {gateway.returncode}"
+
+
+def test_interactive(world: World, model_api: FakeModelAPI) -> None:
+    install(world)
+    gateway, url, token = start_gateway(world)
+    tui = Terminal(["openclaw", "tui", "--url", url, "--token", token], world)
+    try:
+        tui.expect(r"connected \| idle", 90)
+        start = len(tui.text)
+        tui.type_line(QUESTION)
+        tui.expect(re.escape(ANSWER[:40]), 90, since=start)
+        entry = journal_entry(world)  # agent_end ran in the gateway; the worker summarised and wrote
+        check_summary_request(model_api)
+        check_recall_cli(world, entry)
+
+        tui.expect(r"idle", 30, since=len(tui.text) - 400)
+        start = len(tui.text)
+        tui.type_line(RECALL)  # the next run of the session: before_prompt_build injects the entry
+        tui.expect(re.escape(FINAL), 120, since=start)
+        check_recall_round_trip(model_api)
+        tui.expect(r"idle", 30, since=len(tui.text) - 400)
+        tui.type_line("/exit")
+        assert tui.wait(30) == 0, tui.text[-2000:]
+    finally:
+        tui.close()
+        stop_gateway(gateway)
     check_no_leftovers(world)
