@@ -341,7 +341,7 @@ def read_transcript(path: str | os.PathLike[str], *, session: str | None = None)
     fmt = FORMATS[name]
     if session is not None and not fmt.has_sessions:
         raise SessionNotApplicableError(
-            f"--session applies only to SQLite databases; {p} is a {fmt.label} transcript",
+            f"--session applies only to OpenCode and OpenClaw databases; {p} is a {fmt.label} transcript",
             "leave out --session (a JSONL transcript holds one session)",
         )
     src = _Source(p, entries, session, warnings)
@@ -934,7 +934,7 @@ class TranscriptFormat:
 #: original's order: Codex, OpenClaw, Claude Code).
 FORMATS: dict[str, TranscriptFormat] = {
     "openclaw-db": TranscriptFormat(
-        "OpenClaw SQLite",
+        "OpenClaw agent SQLite",
         _parse_openclaw_db,
         magic=_SQLITE_MAGIC,
         has_sessions=True,
