@@ -331,8 +331,8 @@ def start_gateway(world: World) -> tuple[subprocess.Popen[bytes], str, str]:
     return gateway, f"ws://127.0.0.1:{port}", token
 
 
-def stop_gateway(gateway: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, as a service manager would; OpenClaw drains and exits cleanly."""
+def stop_gateway(gateway: subprocess.Popen[bytes]) -> int:
+    """SIGTERM, as a service manager would (OpenClaw drains and exits cleanly); its exit status."""
     if gateway.poll() is None:
         gateway.terminate()
         try:
@@ -340,7 +340,7 @@ def stop_gateway(gateway: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             gateway.kill()
             gateway.wait()
-    assert gateway.returncode == 0, f"the gateway exited with {gateway.returncode}"
+    return gateway.returncode
 
 
 def test_interactive(world: World, model_api: FakeModelAPI) -> None:
@@ -366,5 +366,6 @@ def test_interactive(world: World, model_api: FakeModelAPI) -> None:
         assert tui.wait(30) == 0, tui.text[-2000:]
     finally:
         tui.close()
-        stop_gateway(gateway)
+        status = stop_gateway(gateway)
+    assert status == 0, f"the gateway exited with status {status}"
     check_no_leftovers(world)
