@@ -42,8 +42,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 GOLDEN = FIXTURES / "golden"
 UNKNOWN_MESSAGE = (
     "Error: Unrecognized transcript format. Read the file directly to locate the relevant turns. "
-    "Hint: memsearch reads Claude Code session JSONL, Codex rollout JSONL, OpenClaw session JSONL and "
-    "OpenCode SQLite; "
+    "Hint: memsearch reads Claude Code session JSONL, Codex rollout JSONL, OpenClaw agent SQLite, "
+    "OpenClaw session JSONL and OpenCode SQLite; "
 )
 
 
@@ -308,7 +308,7 @@ def test_detect_format(fixture: str, name: str) -> None:
 
 def test_detect_format_table_and_entries(opencode_db: Path) -> None:
     assert detect_format(opencode_db) == "opencode"
-    assert list(FORMATS) == ["opencode", "codex", "openclaw", "claude"]
+    assert list(FORMATS) == ["openclaw-db", "opencode", "codex", "openclaw", "claude"]
     # the first entry any format accepts decides; unrelated entries before it are skipped
     assert detect_format([{"type": "summary"}, {"type": "user", "message": {"content": "x"}}]) == "claude"
     with pytest.raises(UnknownTranscriptFormatError) as info:
@@ -359,8 +359,8 @@ def test_session_option_is_for_opencode_only() -> None:
     result = run(str(path), "--session", "ses_x")
     assert result.exit_code == 2
     assert result.stderr == (
-        f"Error: --session applies only to OpenCode databases; {path} is a Codex rollout JSONL transcript. "
-        "Hint: leave out --session (a JSONL transcript holds one session)\n"
+        f"Error: --session applies only to OpenCode and OpenClaw databases; {path} is a Codex rollout JSONL "
+        "transcript. Hint: leave out --session (a JSONL transcript holds one session)\n"
     )
 
 
@@ -567,3 +567,57 @@ def test_claude_local_slash_commands_are_not_turns(tmp_path: Path) -> None:
         ("assistant", "a2", "Two steps can run in parallel."),
     ]
     assert last_turn(turns)[0] == turns[2]
+
+
+# --- OpenClaw's agent database (OpenClaw 2026.9) ----------------------------------------------
+
+
+def _openclaw_db(path: Path, rows: list[tuple[str, int, dict, bool]]) -> Path:
+    """An ``openclaw-agent.sqlite`` with ``transcript_events`` rows (session, seq, entry, compressed)."""
+    from backports import zstd  # what memsearch reads compressed rows with on Python < 3.14
+
+    with sqlite3.connect(path) as con:
+        con.execute(
+            "CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "event_json TEXT, created_at INTEGER NOT NULL, event_zstd BLOB, event_utf8_bytes INTEGER, "
+            "navigation_json TEXT, PRIMARY KEY (session_id, seq))"
+        )
+        for session, seq, entry, packed in rows:
+            raw = json.dumps(entry)
+            text, blob = (None, zstd.compress(raw.encode())) if packed else (raw, None)
+            con.execute(
+                "INSERT INTO transcript_events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session, seq, text, 1_700_000_000_000 + seq, blob, len(raw), "{}" if packed else None),
+            )
+    con.close()
+    return path
+
+
+def _oc(entry_id: str, role: str, content: object) -> dict:
+    return {"type": "message", "id": entry_id, "message": {"role": role, "content": content}}
+
+
+def test_openclaw_agent_database(tmp_path: Path) -> None:
+    long_answer = "Backoff doubles each time. " * 60  # >1 KiB: OpenClaw stores such entries zstd-compressed
+    db = _openclaw_db(
+        tmp_path / "openclaw-agent.sqlite",
+        [
+            ("s-old", 0, {"type": "session", "version": 4, "id": "s-old"}, False),
+            ("s-old", 1, _oc("o-1", "user", "an older session"), False),
+            ("s-new", 0, {"type": "session", "version": 4, "id": "s-new"}, False),
+            ("s-new", 1, _oc("u-1", "user", "How do retries work?"), False),
+            ("s-new", 2, _oc("a-1", "assistant", [{"type": "text", "text": long_answer}]), True),
+            ("s-new", 3, {"type": "custom", "customType": "openclaw:bootstrap-context:full"}, False),
+        ],
+    )
+    assert detect_format(db) == "openclaw-db"
+    result = read_transcript(db, session="s-n")  # a unique prefix is enough
+    assert result.session == "s-new" and result.warnings == []
+    assert [(t.role, t.uuid, t.text) for t in result.turns] == [
+        ("user", "u-1", "How do retries work?"),
+        ("assistant", "a-1", long_answer.strip()),
+    ]
+    shown = run(str(db), "--session", "s-new", "--turn", "u-1")
+    assert shown.exit_code == 0 and "How do retries work?" in shown.stdout and "[selected]" in shown.stdout
+    many = run(str(db))
+    assert many.exit_code != 0 and "holds 2 OpenClaw sessions; choose one with --session" in many.stderr

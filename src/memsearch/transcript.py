@@ -1,13 +1,13 @@
 """Agent session transcripts → a list of turns: the L3 step of progressive disclosure.
 
 This module owns reading the transcripts the agents write — Claude Code session JSONL, Codex
-rollout JSONL, OpenClaw session JSONL and OpenCode's SQLite database — into one small model
+rollout JSONL, OpenClaw session JSONL or agent database, and OpenCode's SQLite database — into one small model
 (:class:`Turn` with :class:`ToolCall` s), picking the turns around an id, and rendering them as text or
 JSON for ``memsearch transcript``. The agent plugins reuse it (:func:`last_turn`) to extract the turn
 they summarise, so the parsing lives once, here.
 
 Formats are a table (:data:`FORMATS`: name → detector + parser). A format is recognised by the file's
-magic bytes (SQLite) or by the first JSONL entry that one of the entry detectors accepts, in table
+magic bytes and tables (SQLite) or by the first JSONL entry that one of the entry detectors accepts, in table
 order; nothing recognised raises :class:`~memsearch.errors.UnknownTranscriptFormatError` (exit 3, so a
 caller can fall back to reading the file itself).
 
@@ -55,6 +55,7 @@ __all__ = [
     "find_turn",
     "format_turns",
     "last_turn",
+    "openclaw_message_turns",
     "parse_transcript",
     "read_transcript",
     "select_turns",
@@ -265,15 +266,37 @@ def _unknown_format(p: Path, detail: str = "") -> UnknownTranscriptFormatError:
     )
 
 
-def _detect(head: bytes, entries: Sequence[Mapping[str, Any]]) -> str | None:
+def _sqlite_tables(p: Path) -> frozenset[str]:
+    """The table names of a SQLite file (empty when it cannot be read): which SQLite format it is."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return frozenset()
+    try:
+        return frozenset(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    except sqlite3.Error:
+        return frozenset()
+    finally:
+        con.close()
+
+
+def _detect(
+    head: bytes, entries: Sequence[Mapping[str, Any]], tables: frozenset[str] = frozenset()
+) -> str | None:
     for name, fmt in FORMATS.items():
-        if fmt.magic is not None and head.startswith(fmt.magic):
+        if fmt.magic is not None and head.startswith(fmt.magic) and fmt.tables <= tables:
             return name
     for entry in entries[:_DETECT_ENTRIES]:
         for name, fmt in FORMATS.items():
             if fmt.entry_matches is not None and fmt.entry_matches(entry):
                 return name
     return None
+
+
+def _tables_if_sqlite(p: Path, head: bytes) -> frozenset[str]:
+    return _sqlite_tables(p) if head.startswith(_SQLITE_MAGIC) else frozenset()
 
 
 def detect_format(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) -> str:
@@ -288,7 +311,7 @@ def detect_format(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) 
         entries: list[Entry] = []
         if not any(fmt.magic is not None and head.startswith(fmt.magic) for fmt in FORMATS.values()):
             entries, _ = _read_jsonl(p, [], limit=_DETECT_ENTRIES)
-        name = _detect(head, [e for _, e in entries])
+        name = _detect(head, [e for _, e in entries], _tables_if_sqlite(p, head))
         if name is None:
             raise _unknown_format(p)
         return name
@@ -301,8 +324,8 @@ def detect_format(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) 
 def read_transcript(path: str | os.PathLike[str], *, session: str | None = None) -> Transcript:
     """Read a transcript file into turns, with the warnings about anything skipped.
 
-    ``session`` picks the session of an OpenCode database (exact id or unique prefix); it may be
-    left out when the database holds one session. It is an error for JSONL files.
+    ``session`` picks the session of an OpenCode or OpenClaw database (exact id or unique prefix);
+    it may be left out when the database holds one session. It is an error for JSONL files.
     """
     p = _check_path(path)
     head = _read_head(p)
@@ -311,7 +334,7 @@ def read_transcript(path: str | os.PathLike[str], *, session: str | None = None)
     nonblank = True
     if not any(fmt.magic is not None and head.startswith(fmt.magic) for fmt in FORMATS.values()):
         entries, nonblank = _read_jsonl(p, warnings)
-    name = _detect(head, [e for _, e in entries])
+    name = _detect(head, [e for _, e in entries], _tables_if_sqlite(p, head))
     if name is None:
         if not nonblank:
             return Transcript(p, None, [], [f"{p} is empty"])
@@ -319,7 +342,7 @@ def read_transcript(path: str | os.PathLike[str], *, session: str | None = None)
     fmt = FORMATS[name]
     if session is not None and not fmt.has_sessions:
         raise SessionNotApplicableError(
-            f"--session applies only to OpenCode databases; {p} is a {fmt.label} transcript",
+            f"--session applies only to OpenCode and OpenClaw databases; {p} is a {fmt.label} transcript",
             "leave out --session (a JSONL transcript holds one session)",
         )
     src = _Source(p, entries, session, warnings)
@@ -703,7 +726,7 @@ def _is_openclaw_entry(entry: Mapping[str, Any]) -> bool:
 
 
 def _parse_openclaw(src: _Source) -> list[Turn]:
-    """OpenClaw session JSONL.
+    """OpenClaw session JSONL (and the same entries read from its SQLite database).
 
     Both shapes are read: tool calls as ``toolCall`` blocks (input in ``input``, ``parameters`` or
     ``arguments``) with results as ``toolResult`` blocks in the same message, and results as separate
@@ -751,6 +774,103 @@ def _parse_openclaw(src: _Source) -> list[Turn]:
         if turn.text or turn.tools:
             turns.append(turn)
     return turns
+
+
+def openclaw_message_turns(messages: Iterable[Any]) -> list[Turn]:
+    """Turns of the bare message objects an OpenClaw ``agent_end`` hook receives (``{role, content}``,
+    no entry ids): parsed like the entries of a session transcript."""
+    entries: list[Entry] = [(n, {"type": "message", "message": m}) for n, m in enumerate(messages, 1)]
+    return _parse_openclaw(_Source(Path(), entries, None, []))
+
+
+#: The table OpenClaw (2026.9.x) keeps session transcripts in, in ``openclaw-agent.sqlite``.
+_OPENCLAW_EVENTS = "transcript_events"
+
+
+def _zstd_decompress(data: bytes) -> bytes:
+    try:
+        from compression import zstd  # Python 3.14+
+    except ImportError:
+        from backports import zstd  # the backport, installed with memsearch on older Pythons
+    return zstd.decompress(data)
+
+
+def _pick_session(src: _Source, sessions: list[str], what: str) -> str | None:
+    """The session to show: the one asked for (exact or unique prefix), or the only one there is."""
+    recent = ", ".join(sessions[:5]) + (", ..." if len(sessions) > 5 else "")
+    if src.session is None:
+        if len(sessions) <= 1:
+            return sessions[0] if sessions else None
+        raise OpenCodeSessionError(
+            f"{src.path} holds {len(sessions)} {what} sessions; choose one with --session",
+            f"most recent first: {recent}",
+        )
+    if src.session in sessions:
+        return src.session
+    matches = [s for s in sessions if s.startswith(src.session)]
+    if len(matches) == 1:
+        return matches[0]
+    raise OpenCodeSessionError(
+        f"--session {src.session!r} matches {len(matches)} sessions in {src.path}"
+        if matches
+        else f"no {what} session {src.session!r} in {src.path}",
+        f"give more of the id: {', '.join(matches[:5])}"
+        if matches
+        else f"sessions in this database, most recent first: {recent}"
+        if sessions
+        else "the database is empty",
+    )
+
+
+def _parse_openclaw_db(src: _Source) -> list[Turn]:
+    """OpenClaw's agent database (``agents/<id>/agent/openclaw-agent.sqlite``), read-only.
+
+    Each row of ``transcript_events`` is one entry of the session-JSONL format, as JSON text or, for
+    entries of 1 KiB and more, zstd-compressed (``event_zstd``); rows are read in ``seq`` order and
+    parsed like the JSONL file.
+    """
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(src.path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise TranscriptReadError(f"cannot open OpenClaw database {src.path}: {exc}") from exc
+    try:
+        sessions = [
+            str(r[0])
+            for r in con.execute(
+                f"SELECT session_id, MAX(created_at) AS t FROM {_OPENCLAW_EVENTS} GROUP BY session_id "
+                "ORDER BY t DESC, session_id"
+            )
+        ]
+        session = _pick_session(src, sessions, "OpenClaw")
+        src.session_shown = session
+        if session is None:
+            return []
+        rows = con.execute(
+            f"SELECT seq, event_json, event_zstd FROM {_OPENCLAW_EVENTS} WHERE session_id = ? ORDER BY seq",
+            (session,),
+        ).fetchall()
+    except sqlite3.Error as exc:
+        raise TranscriptReadError(f"cannot read OpenClaw database {src.path}: {exc}") from exc
+    finally:
+        con.close()
+    bad: list[str] = []
+    for seq, text, packed in rows:
+        try:
+            raw = text if text is not None else _zstd_decompress(packed).decode("utf-8", errors="replace")
+            entry = json.loads(raw)
+        except Exception:  # a damaged row: skip it, as a malformed JSONL line is skipped
+            entry = None
+        if isinstance(entry, dict):
+            src.entries.append((int(seq), entry))
+        else:
+            bad.append(str(seq))
+    if bad:
+        src.warnings.append(
+            f"{src.path}: skipped {len(bad)} unreadable transcript rows (first: seq {bad[0]})"
+        )
+    return _parse_openclaw(src)
 
 
 # --- OpenCode -------------------------------------------------------------------------------
@@ -897,11 +1017,20 @@ class TranscriptFormat:
     magic: bytes | None = None
     entry_matches: Callable[[Mapping[str, Any]], bool] | None = None
     has_sessions: bool = False
+    #: For a SQLite format: tables the database must have (tried before formats that name none).
+    tables: frozenset[str] = frozenset()
 
 
 #: Format name → detector and parser. JSONL detectors are tried in this order on each entry (the
 #: original's order: Codex, OpenClaw, Claude Code).
 FORMATS: dict[str, TranscriptFormat] = {
+    "openclaw-db": TranscriptFormat(
+        "OpenClaw agent SQLite",
+        _parse_openclaw_db,
+        magic=_SQLITE_MAGIC,
+        has_sessions=True,
+        tables=frozenset({_OPENCLAW_EVENTS}),
+    ),
     "opencode": TranscriptFormat("OpenCode SQLite", _parse_opencode, magic=_SQLITE_MAGIC, has_sessions=True),
     "codex": TranscriptFormat("Codex rollout JSONL", _parse_codex, entry_matches=_is_codex_entry),
     "openclaw": TranscriptFormat("OpenClaw session JSONL", _parse_openclaw, entry_matches=_is_openclaw_entry),

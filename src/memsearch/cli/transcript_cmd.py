@@ -26,14 +26,17 @@ from memsearch.transcript import find_turn, format_turns, read_transcript, selec
     help="Turns to show before and after --turn.",
 )
 @click.option(
-    "--session", default=None, help="OpenCode database only: the session to show (id or unique prefix)."
+    "--session",
+    default=None,
+    help="OpenCode or OpenClaw database only: the session to show (id or unique prefix).",
 )
 @click.option("--json-output", "-j", is_flag=True, help="Print the turns as JSON.")
 def transcript(path: str, turn_id: str | None, context: int, session: str | None, json_output: bool) -> None:
     """Show the turns of an agent session transcript at PATH.
 
-    Reads Claude Code session JSONL, Codex rollout JSONL, OpenClaw session JSONL and OpenCode's
-    SQLite database (pick the session with --session). Exits 3 when the format is not recognised.
+    Reads Claude Code session JSONL, Codex rollout JSONL, OpenClaw session JSONL or agent database
+    and OpenCode's SQLite database (pick the session of a database with --session). Exits 3 when the
+    format is not recognised.
     """
     result = read_transcript(path, session=session)
     for warning in result.warnings:
