@@ -1,4 +1,4 @@
-"""Chunker: the reference behaviours we keep (reference-core §4) and the fixes of §23.1–6.
+"""Chunker: the reference behaviours we keep and the deliberate differences.
 
 Tests for a fix say in a comment what the original produced, so it is clear why they would fail
 on it.

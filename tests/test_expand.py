@@ -1,5 +1,5 @@
-"""expand: hash validation, anchors of every platform (reference-plugins §0.2), and the three
-expansion modes with the fixes of reference-core §23.36."""
+"""expand: hash validation, anchors of every platform, and the three expansion
+modes with their fixes."""
 
 from __future__ import annotations
 

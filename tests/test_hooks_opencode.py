@@ -1,5 +1,5 @@
 """The OpenCode capture daemon and hook row, driven as real processes: an OpenCode SQLite database
-built in the test (reference-plugins §9.4 schema), ``python -m memsearch.hooks.opencode_daemon
+built in the test (OpenCode's schema), ``python -m memsearch.hooks.opencode_daemon
 --once`` run in the project folder, and a fake ``opencode`` CLI first on PATH that logs its argv.
 """
 

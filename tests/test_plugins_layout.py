@@ -1,6 +1,6 @@
 """The plugins folder holds manifests, skills and tiny shims — never logic, never copies.
 
-Rules (DESIGN §4): every ``plugins/<platform>/`` file is a JSON manifest, a markdown skill or
+Rules: every ``plugins/<platform>/`` file is a JSON manifest, a markdown skill or
 document, or a shim of at most 15 lines; no two files under ``plugins/`` are identical (shared
 logic, prompts and parsers live once, in the package). Also checked: the manifests parse and agree
 with each other and with the engine's platform table, and each shim calls its own platform.

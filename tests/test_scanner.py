@@ -1,5 +1,5 @@
-"""Scanner: file discovery and ignore rules (reference-core §5), robustness of the walk and of
-``read_markdown`` against bad input (DESIGN §8)."""
+"""Scanner: file discovery and ignore rules, robustness of the walk and of
+``read_markdown`` against bad input."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The watcher with real watchdog, real files and a real Milvus Lite: ``MemSearch.watch`` and
-``memsearch watch`` (reference-core §11, §14.5; bugs §23.22–26 must stay fixed).
+``memsearch watch`` (the original's bugs in it must stay fixed).
 
 Tests wait with ``FileWatcher.wait_idle`` (a fence through the real event stream), never by sleeping.
 """

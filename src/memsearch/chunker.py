@@ -7,7 +7,7 @@ content hash, the chunk ID and the text cleaning applied before embedding. Every
 pure function of its arguments: no I/O, so the indexer, ``expand`` and the tests all see exactly the
 same line numbers and headings.
 
-Compatibility with the original memsearch (reference-core §4): the same section rules (a section
+Compatibility with the original memsearch: the same section rules (a section
 starts at every heading), the same content strings, the same ``content_hash`` and chunk-ID formula,
 so an index built by one implementation is reused by the other. Deliberate differences (§23.1–6):
 

@@ -951,7 +951,7 @@ def _plain(value: Any) -> Any:
 
 # --- CLI flags -----------------------------------------------------------------------------------
 
-#: Click parameter name -> dotted config key. The one place a flag gets its meaning (DESIGN §7.2);
+#: Click parameter name -> dotted config key. The one place a flag gets its meaning;
 #: a flag set on the command line always beats every file.
 FLAG_KEYS: dict[str, str] = {
     "provider": "embedding.provider",

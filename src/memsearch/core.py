@@ -26,7 +26,7 @@ logger = logging.getLogger("memsearch")
 DEFAULT_PROVIDER = "onnx"
 DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
 DEFAULT_COLLECTION = "memsearch_chunks"
-#: Hybrid candidates per final result handed to the reranker (reference-core §9).
+#: Hybrid candidates per final result handed to the reranker.
 RERANK_FACTOR = 3
 
 
@@ -439,7 +439,7 @@ async def _embed_query(embedder: EmbeddingProvider, query: str) -> list[list[flo
 
 
 def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
-    """The one place where configuration becomes ``MemSearch`` arguments (DESIGN §7.2).
+    """The one place where configuration becomes ``MemSearch`` arguments.
 
     Plain JSON-able values, so the CLI can also send them to the memory service.
     """

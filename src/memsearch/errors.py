@@ -2,7 +2,7 @@
 
 Why a tree of our own: every *expected* failure (bad config, missing model, unreachable endpoint,
 locked store, ...) must reach the user as one ``Error: ...`` line with a hint and a non-zero exit
-code, never a traceback (DESIGN §3, §8). Library code raises these; only ``memsearch.cli`` turns
+code, never a traceback. Library code raises these; only ``memsearch.cli`` turns
 them into output. Some classes also subclass the builtin the original memsearch raised
 (``KeyError``, ``ValueError``, ``RuntimeError``, ``ImportError``) so Python callers that caught those
 keep working.

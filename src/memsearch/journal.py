@@ -1,6 +1,6 @@
 """Daily memory journals: writing one captured turn, finding duplicates, and previewing recent days.
 
-This module owns the on-disk journal format the agent plugins share (reference-plugins §0.2), so
+This module owns the on-disk journal format the agent plugins share, so
 every platform writes it the same way:
 
 ```
@@ -27,7 +27,7 @@ duplicate entry for every repeated Stop of the same turn. Here:
   exists in that day file or the previous one (a Stop repeated across midnight);
 - a session's turns are written under a ``## Session`` heading of that session: when another
   session wrote last, a new heading is started instead of mixing entries under the other session's
-  heading (reference-plugins §12.15).
+  heading.
 
 Only the standard library is used, so hooks that write or preview journals start fast.
 """

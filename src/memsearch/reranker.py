@@ -11,7 +11,7 @@ file and ``tokenizer.json``, an installed package listed in :data:`PACKAGED_RERA
 HuggingFace cache, then a hub download when ``huggingface_hub`` is installed and
 ``HF_HUB_OFFLINE`` is unset), so an offline machine never waits on the network.
 
-Where the original falls short and this module does better (reference-core §23.17-18):
+Where the original falls short and this module does better:
 
 - Without a usable backend (onnxruntime or tokenizers missing) the stage says so once and
   returns ``top_k`` results, never the ``3 x top_k`` candidates it was given.
@@ -91,7 +91,7 @@ def _from_package(model: str, tried: list[str]) -> ModelFiles | None:
 
 
 def resolve_reranker_files(model: str) -> ModelFiles:
-    """Find a cross-encoder's ONNX graph and tokenizer, in the embedding models' order (DESIGN §5)."""
+    """Find a cross-encoder's ONNX graph and tokenizer, in the embedding models' order."""
     from memsearch.embeddings.onnx import resolve_model_files
 
     return resolve_model_files(

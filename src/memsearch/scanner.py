@@ -6,9 +6,9 @@ function that turns a file's bytes into text (``read_markdown``: binary and over
 invalid UTF-8 decoded with replacement and a warning). The watcher asks the same question for one
 path through ``should_index_path``.
 
-Semantics follow the original memsearch (reference-core §5): ignore rules are off unless ignore
+Semantics follow the original memsearch: ignore rules are off unless ignore
 files or excludes are given; they are bounded by each root (never read from a root's parents);
-an explicitly named file is always eligible. What we add (DESIGN §8): a walk never crashes or
+an explicitly named file is always eligible. What we add: a walk never crashes or
 hangs — symlink loops, unreadable directories, broken links and FIFOs become entries in
 ``ScanResult.problems`` — and only regular files are returned, so a reader never blocks on a pipe.
 """

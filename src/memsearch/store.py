@@ -1,12 +1,12 @@
 """The Milvus store: the one place that talks to Milvus (Lite or server).
 
-Owns the collection schema (reference-core §6.2), hybrid dense + BM25 search fused by RRF, upsert,
+Owns the collection schema (the original's), hybrid dense + BM25 search fused by RRF, upsert,
 delete and paginated scalar queries, filter-expression escaping, and turning every driver failure
 into a :mod:`memsearch.errors` class with a hint. Milvus Lite is driven in this process by
 :mod:`memsearch.lite`, without pymilvus; pymilvus is imported (inside functions only: it costs
 ~0.8 s) for Milvus servers and Zilliz Cloud alone.
 
-Where the original falls short and this module does better (reference-core §23):
+Where the original falls short and this module does better:
 
 - URIs are classified by a table of schemes; a Lite path is expanded, resolved and must end in
   ``.db`` (pymilvus itself refuses anything else, so a plain directory path is rejected up front

@@ -1,7 +1,7 @@
 """The ``memsearch`` command line: a thin Click layer over the library.
 
-Each command validates its arguments, calls one library function, and renders text or JSON
-(DESIGN §7.1). Errors are turned into output in exactly one place, :func:`main`: a
+Each command validates its arguments, calls one library function, and renders text or JSON.
+Errors are turned into output in exactly one place, :func:`main`: a
 :class:`~memsearch.errors.MemSearchError` becomes one ``Error: ...`` line on stderr and its exit code.
 
 Start-up cost matters (agent hooks run the CLI on every turn), so this package imports only Click

@@ -1,7 +1,7 @@
 """Option sets shared by commands, and the one path from flags to a configured ``MemSearch``.
 
 Flag names and their config keys live in one table (``memsearch.config.FLAG_KEYS``); this module
-only declares the Click options and hands their values to the config layer (DESIGN §7.2).
+only declares the Click options and hands their values to the config layer.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def open_memsearch(
 ) -> tuple[MemSearchConfig, MemSearch]:
     """Resolve config from flags; return the memory service's proxy when one is running for the
     store, else a ``MemSearch`` that opens the store directly. Both answer the same methods with
-    the same results, so commands do not care which they got (DESIGN §6).
+    the same results, so commands do not care which they got.
     """
     from memsearch.core import config_kwargs
     from memsearch.service import RemoteMemSearch, connect

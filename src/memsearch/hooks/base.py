@@ -171,7 +171,7 @@ class HookContext:
     """Everything one hook run works with, computed once.
 
     ``memsearch_dir`` is ``MEMSEARCH_DIR`` when set, else ``<project>/.memsearch``; the collection
-    is derived from whichever of the two was used (reference-plugins §0.1, §0.3). The configuration
+    is derived from whichever of the two was used. The configuration
     is resolved on first use only, so handlers that do not need it never read it.
     """
 

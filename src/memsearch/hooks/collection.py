@@ -1,6 +1,6 @@
 """Per-project collection names: ``ms_<sanitised folder name>_<sha8 of the absolute path>``.
 
-The exact algorithm of the original's ``derive-collection.sh`` (reference-plugins §0.3), kept
+The exact algorithm of the original's ``derive-collection.sh``, kept
 byte-for-byte compatible so an index built by either tool is found by the other, implemented once
 in Python with fixed semantics instead of five shell copies that differed on symlinked paths:
 

@@ -49,7 +49,7 @@ RECENT_FILES = 2
 RECENT_LINES = 40
 #: An index run "running" for longer than this is reported as stuck.
 STUCK_AFTER = dt.timedelta(hours=1)
-#: Environment variable holding each provider's API key (reference-plugins §0.6); providers not
+#: Environment variable holding each provider's API key; providers not
 #: listed need none.
 PROVIDER_KEYS: dict[str, str] = {
     "openai": "OPENAI_API_KEY",

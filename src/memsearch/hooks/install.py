@@ -4,8 +4,8 @@
 here, idempotent (re-running it after an update changes nothing but what changed):
 
 1. the skills are copied to ``~/.agents/skills/<name>`` with ``__INSTALL_DIR__`` and
-   ``__MEMSEARCH__`` replaced by real paths (never symlinks that keep placeholders,
-   reference-plugins §12.9);
+   ``__MEMSEARCH__`` replaced by real paths (copies, never symlinks that
+   keep placeholders);
 2. ``$CODEX_HOME/hooks.json`` (default ``~/.codex``) gets one entry per event pointing at the
    plugin's shim, after removing earlier memsearch entries; other hooks are kept, the previous file
    is saved as ``hooks.json.bak``, a legacy list-shaped file is converted, and the write is atomic;

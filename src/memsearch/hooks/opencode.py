@@ -1,6 +1,6 @@
 """OpenCode: the adapter row, turn capture from OpenCode's SQLite database, and ``opencode run``.
 
-Host facts this row encodes (reference-plugins §4, §9.4): OpenCode plugins are JavaScript modules
+Host facts this row encodes: OpenCode plugins are JavaScript modules
 with tools and an ``experimental.chat.system.transform`` hook, but no "turn finished" hook that
 hands over a transcript. So the plugin module in ``plugins/opencode`` asks
 ``memsearch hook opencode session-start`` for the memory to put in the system prompt, and a capture

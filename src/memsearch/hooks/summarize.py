@@ -5,7 +5,7 @@ Order: the provider configured in ``plugins.<platform>.summarize.provider`` (an
 set, then the host agent's own CLI (``claude -p``, ``codex exec``, ...), then a plain extract of the
 user's question and the agent's final answer. The first that yields bullets wins.
 
-Rules that hold for every summariser (reference-plugins §12.23, §12.27, §12.35):
+Rules that hold for every summariser:
 
 - the prompt and the turn travel on stdin or in argv elements, never through a shell, so ``$(...)``,
   backticks and quotes in a user's message stay text;
