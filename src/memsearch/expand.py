@@ -2,7 +2,7 @@
 
 This module owns chunk-hash validation, the three ways of widening a chunk (its whole section, N
 lines of context, or exactly its own lines), and recognising the HTML anchor comments the agent
-plugins write under each journal turn (reference-plugins §0.2), so a caller can go on to the
+plugins write under each journal turn (docs/platforms/*.md show each host's), so a caller can go on to the
 transcript. Looking the chunk up in the store and printing are the CLI's job.
 
 A section is reported exactly as the original 0.4.23 reports it (from the chunk's heading up to
@@ -76,7 +76,7 @@ def validate_chunk_hash(value: str) -> str:
 _ANCHOR_FIELDS = ("session", "turn", "transcript", "rollout", "db")
 _OPTIONAL_VALUE_FIELDS = frozenset({"rollout"})  # Codex writes `rollout:` with no path at times
 
-# Which platform wrote an anchor, told by its set of fields (reference-plugins §0.2).
+# Which platform wrote an anchor, told by its set of fields (each host's anchor has its own).
 _ANCHOR_KINDS: dict[frozenset[str], str] = {
     frozenset({"session", "turn", "transcript"}): "claude-code",
     frozenset({"session", "rollout"}): "codex",

@@ -5,8 +5,7 @@
 - A pid file records what was started. Before a pid is signalled its command line is read back
   (``/proc/<pid>/cmdline``, or ``ps`` where there is no ``/proc``) and must be *our* command for
   *this* memory folder: a recycled pid, or another project's watch, is never touched. Nothing is
-  ever killed by name (the original killed every Milvus Lite process on the machine,
-  reference-plugins §12.24).
+  ever killed by name (the original killed every Milvus Lite process on the machine).
 - The watch of a memory folder is shared by the processes that use it, listed in
   ``.watch.sessions`` as ``<key> <pid> <start time>``: SessionStart adds its session with the host
   process (the agent that ran the hook), Stop adds the detached capture worker it starts (which
