@@ -25,9 +25,10 @@ import sys
 import termios
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Resolved at import, before the autouse fixture points HOME at a temporary folder.
 CACHE = Path(os.environ.get("MEMSEARCH_HOSTS_CACHE") or Path.home() / ".cache" / "memsearch-test-hosts")
@@ -234,6 +235,18 @@ def leftovers(world: World, wait: float = 20.0) -> dict[int, str]:
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.25)
+
+
+def wait_for(probe: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    """Poll ``probe`` until it returns something truthy (returned), or fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
 
 
 def kill_world(world: World) -> None:

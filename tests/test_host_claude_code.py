@@ -22,14 +22,13 @@ import os
 import re
 import shlex
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import HOSTS, Terminal, World, kill_world, leftovers, make_world
+from real_hosts import HOSTS, Terminal, World, kill_world, leftovers, make_world, wait_for
 
 pytestmark = pytest.mark.host
 
@@ -136,17 +135,6 @@ def world(tmp_path: Path, api: FakeModelAPI) -> Iterator[World]:
 
 
 # --- checks -----------------------------------------------------------------------------------
-
-
-def wait_for(probe: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def journal_text(world: World) -> str:

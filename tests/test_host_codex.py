@@ -15,14 +15,13 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import HOSTS, Terminal, World, kill_world, leftovers, make_world
+from real_hosts import HOSTS, Terminal, World, kill_world, leftovers, make_world, wait_for
 
 pytestmark = pytest.mark.host
 
@@ -41,17 +40,6 @@ SUMMARY = [
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
 
 
 def doc_install_commands() -> list[str]:

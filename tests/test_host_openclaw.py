@@ -29,7 +29,6 @@ import json
 import re
 import shlex
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import Terminal, World, kill_world, leftovers, make_world
+from real_hosts import Terminal, World, kill_world, leftovers, make_world, wait_for
 
 pytestmark = pytest.mark.host
 
@@ -182,17 +181,6 @@ def requests_with(api: FakeModelAPI, text: str) -> list[ModelCall]:
 
 
 # --- checks shared by the modes ---------------------------------------------------------------------
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.5)
 
 
 def journal_entry(world: World) -> str:

@@ -810,15 +810,14 @@ def _pick_session(src: _Source, sessions: list[str], what: str) -> str | None:
     matches = [s for s in sessions if s.startswith(src.session)]
     if len(matches) == 1:
         return matches[0]
+    if matches:
+        raise OpenCodeSessionError(
+            f"--session {src.session!r} matches {len(matches)} sessions in {src.path}",
+            f"give more of the id: {', '.join(matches[:5])}",
+        )
     raise OpenCodeSessionError(
-        f"--session {src.session!r} matches {len(matches)} sessions in {src.path}"
-        if matches
-        else f"no {what} session {src.session!r} in {src.path}",
-        f"give more of the id: {', '.join(matches[:5])}"
-        if matches
-        else f"sessions in this database, most recent first: {recent}"
-        if sessions
-        else "the database is empty",
+        f"no {what} session {src.session!r} in {src.path}",
+        f"sessions in this database, most recent first: {recent}" if sessions else "the database is empty",
     )
 
 
@@ -874,32 +873,6 @@ def _parse_openclaw_db(src: _Source) -> list[Turn]:
 
 
 # --- OpenCode -------------------------------------------------------------------------------
-
-
-def _opencode_session(src: _Source, sessions: list[str]) -> str | None:
-    """The session to show: the one asked for (exact or unique prefix), or the only one there is."""
-    recent = ", ".join(sessions[:5]) + (", ..." if len(sessions) > 5 else "")
-    if src.session is None:
-        if len(sessions) <= 1:
-            return sessions[0] if sessions else None
-        raise OpenCodeSessionError(
-            f"{src.path} holds {len(sessions)} OpenCode sessions; choose one with --session",
-            f"most recent first: {recent}",
-        )
-    if src.session in sessions:
-        return src.session
-    matches = [s for s in sessions if s.startswith(src.session)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise OpenCodeSessionError(
-            f"--session {src.session!r} matches {len(matches)} sessions in {src.path}",
-            f"give more of the id: {', '.join(matches[:5])}",
-        )
-    raise OpenCodeSessionError(
-        f"no OpenCode session {src.session!r} in {src.path}",
-        f"sessions in this database, most recent first: {recent}" if sessions else "the database is empty",
-    )
 
 
 def _json_rows(rows: Iterable[tuple[str, Any]], bad: list[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -965,7 +938,7 @@ def _parse_opencode(src: _Source) -> list[Turn]:
                     "ORDER BY t DESC, session_id"
                 )
             ]
-            session = _opencode_session(src, sessions)
+            session = _pick_session(src, sessions, "OpenCode")
             src.session_shown = session
             if session is None:
                 return []
