@@ -331,6 +331,18 @@ def stop_gateway(gateway: subprocess.Popen[bytes]) -> int:
     return gateway.returncode
 
 
+def wait_idle(tui: Terminal, timeout: float = 30) -> None:
+    """Until the TUI's status line last said ``connected | idle``. Busy, it reads
+    ``<spinner> <activity> • Ns | gateway connected``; a redraw can land anywhere in the output, so
+    the newest of the two decides (a window of recent output can miss an idle line drawn earlier)."""
+
+    def idle() -> bool:
+        tui.pump(0.2)
+        return tui.text.rfind("connected | idle") > tui.text.rfind("| gateway connected")
+
+    wait_for(idle, timeout, "the TUI to be idle", interval=0)
+
+
 def test_interactive(world: World, model_api: FakeModelAPI) -> None:
     install(world)
     gateway, url, token = start_gateway(world)
@@ -344,12 +356,12 @@ def test_interactive(world: World, model_api: FakeModelAPI) -> None:
         check_summary_request(model_api)
         check_recall_cli(world, entry)
 
-        tui.expect(r"idle", 30, since=len(tui.text) - 400)
+        wait_idle(tui)
         start = len(tui.text)
         tui.type_line(RECALL)  # the next run of the session: before_prompt_build injects the entry
         tui.expect(re.escape(FINAL), 120, since=start)
         check_recall_round_trip(model_api)
-        tui.expect(r"idle", 30, since=len(tui.text) - 400)
+        wait_idle(tui)
         tui.type_line("/exit")
         assert tui.wait(30) == 0, tui.text[-2000:]
     finally:
