@@ -227,7 +227,10 @@ class RestEmbedder(BatchingEmbedder):
         if timeout and timeout > 0:
             self.timeout = timeout
         self.base_url = self._resolve_base_url(base_url).rstrip("/")
-        self.api_key = resolve_api_key(api_key, self.errors, required=self.key_required)
+        self.api_key = resolve_api_key(api_key, self.errors, required=self._requires_key())
+
+    def _requires_key(self) -> bool:
+        return self.key_required
 
     def _resolve_base_url(self, base_url: str | None) -> str:
         return base_url or self.default_base_url
