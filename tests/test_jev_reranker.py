@@ -237,3 +237,24 @@ def test_cli_search_jev_failure_is_one_error_line(cli_run, jev_env: FakeJev, mon
     r = cli_run("search", "watcher", "--reranker-model", "jev:jev-latest")
     assert r.exit_code == 1
     assert r.stderr.startswith("Error: No API key for the Jev reranking provider. Hint: Set TYPESAFE_API_KEY")
+
+
+async def test_memsearch_api_reranks_with_jev(jev_env: FakeJev, tmp_path: Path) -> None:
+    from memsearch.core import MemSearch
+
+    memory = tmp_path / "notes"
+    memory.mkdir()
+    for i in range(5):
+        (memory / f"n{i}.md").write_text(f"## Note {i}\n\nbackup job number {i} finished\n")
+    jev_env.scores = [("Note 3", 0.7), ("Note 1", 0.9)]
+    with MemSearch(
+        [memory],
+        embedding_provider="hash",
+        milvus_uri=str(tmp_path / "api.db"),
+        reranker_model="jev:jev-latest",
+        embedding_cache=False,
+    ) as ms:
+        await ms.index()
+        hits = await ms.search("backup job", top_k=1)
+    assert [(h["heading"], h["score"]) for h in hits] == [("Note 1", 0.9)]
+    assert len(jev_env.requests[0].body["questions"]) == 3  # 3 x top_k candidates
