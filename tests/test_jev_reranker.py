@@ -91,7 +91,7 @@ def test_missing_key_names_the_variable(fake_jev: FakeJev, monkeypatch) -> None:
     monkeypatch.setenv("MEMSEARCH_JEV_URL", fake_jev.url)
     with pytest.raises(MissingRerankerKeyError) as info:
         JevReranker().rerank("q", [{"content": "x"}])
-    assert str(info.value) == "No API key for the Jev reranking provider."
+    assert str(info.value) == "The Jev reranker needs an API key: TYPESAFE_API_KEY is not set."
     assert "TYPESAFE_API_KEY" in info.value.hint
     assert fake_jev.requests == []
 
@@ -117,8 +117,11 @@ def _answers(scores: list[object]) -> dict[str, object]:
             {"d0": {"type": "noul", "noul": 0.5}, "x": {"type": "noul", "noul": 0.5}},
             "missing d1; unexpected x",
         ),
-        ({"d0": {"type": "choice", "noul": 0.5}, "d1": {"type": "noul", "noul": 0.5}}, "of type 'choice'"),
-        ({"d0": 0.5, "d1": {"type": "noul", "noul": 0.5}}, "of type 'float'"),
+        (
+            {"d0": {"type": "choice", "noul": 0.5}, "d1": {"type": "noul", "noul": 0.5}},
+            "answer type 'choice' for d0",
+        ),
+        ({"d0": 0.5, "d1": {"type": "noul", "noul": 0.5}}, "answer type 'float' for d0"),
         (_answers([None, 0.5]), "no finite numeric score (None)"),
         (_answers([True, 0.5]), "no finite numeric score (True)"),
         (_answers(["0.5", 0.5]), "no finite numeric score ('0.5')"),
@@ -138,7 +141,7 @@ def test_invalid_answers_fail(jev_env: FakeJev, answers: object, detail: str) ->
 def test_non_finite_scores_fail(score: float) -> None:
     # JSON cannot carry these, but a lenient server's parser can produce them.
     with pytest.raises(InvalidRerankAnswerError, match="no finite numeric score"):
-        JevReranker(url="http://unused").scores({"answers": _answers([score])}, 1)
+        JevReranker.scores({"answers": _answers([score])}, 1)
 
 
 @pytest.mark.parametrize(
@@ -236,7 +239,9 @@ def test_cli_search_jev_failure_is_one_error_line(cli_run, jev_env: FakeJev, mon
     monkeypatch.delenv("TYPESAFE_API_KEY")
     r = cli_run("search", "watcher", "--reranker-model", "jev:jev-latest")
     assert r.exit_code == 1
-    assert r.stderr.startswith("Error: No API key for the Jev reranking provider. Hint: Set TYPESAFE_API_KEY")
+    assert r.stderr.startswith(
+        "Error: The Jev reranker needs an API key: TYPESAFE_API_KEY is not set. Hint: Set TYPESAFE_API_KEY"
+    )
 
 
 async def test_memsearch_api_reranks_with_jev(jev_env: FakeJev, tmp_path: Path) -> None:

@@ -127,12 +127,14 @@ class JevReranker:
             },
         }
 
-    def scores(self, response: Any, count: int) -> list[float]:
-        """The ``count`` scores of ``response``, in candidate order; anything off is an error."""
+    @staticmethod
+    def scores(response: Any, count: int, *, url: str | None = None) -> list[float]:
+        """The ``count`` scores of ``response`` (from ``url``), in candidate order; anything off is
+        an :class:`~memsearch.errors.InvalidRerankAnswerError`."""
 
         def invalid(detail: str) -> InvalidRerankAnswerError:
             return InvalidRerankAnswerError(
-                f"The Jev reranking endpoint at {self.url} sent an invalid answer: {detail}",
+                f"The Jev reranking endpoint at {url or endpoint()} sent an invalid answer: {detail}",
                 hint=ERRORS.wording.bad_response_hint,
             )
 
@@ -146,13 +148,13 @@ class JevReranker:
             parts = ([f"missing {', '.join(missing[:5])}"] if missing else []) + (
                 [f"unexpected {', '.join(map(str, extra[:5]))}"] if extra else []
             )
-            raise invalid(f"answers for {count} candidates expected ({'; '.join(parts)})")
+            raise invalid(f"missing or unexpected answers for {count} candidates ({'; '.join(parts)})")
         out: list[float] = []
         for key in expected:
             answer = answers[key]
             if not isinstance(answer, dict) or answer.get("type") != "noul":
                 kind = answer.get("type") if isinstance(answer, dict) else type(answer).__name__
-                raise invalid(f"answer {key} is of type {kind!r}, not 'noul'")
+                raise invalid(f"unexpected answer type {kind!r} for {key} (not 'noul')")
             score = answer.get("noul")
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
                 raise invalid(f"answer {key} has no finite numeric score ({score!r})")
@@ -167,7 +169,11 @@ class JevReranker:
 
         if not documents:
             return {"model": self.model, "answers": {}, "usage": {"input_tokens": 0, "output_tokens": 0}}
-        key = resolve_api_key(self._api_key, ERRORS)
+        key = resolve_api_key(self._api_key, ERRORS, required=False)
+        if not key:
+            raise MissingRerankerKeyError(
+                f"The Jev reranker needs an API key: {KEY_ENV} is not set.", hint=ERRORS.key_hint()
+            )
         body = self.build_request(query, documents)
         result = post_json(
             self.url,
@@ -176,7 +182,7 @@ class JevReranker:
             errors=ERRORS,
             timeout=self.timeout,
         )
-        self.scores(result, len(documents))
+        self.scores(result, len(documents), url=self.url)
         answer: dict[str, Any] = result
         return answer
 
@@ -190,7 +196,7 @@ class JevReranker:
         if not results:
             return []
         documents = [str(r.get("content") or "") for r in results]
-        scores = self.scores(self.evaluate(query, documents), len(results))
+        scores = self.scores(self.evaluate(query, documents), len(results), url=self.url)
         ranked = [{**r, "score": s} for r, s in zip(results, scores, strict=True)]
         ranked.sort(key=lambda r: r["score"], reverse=True)  # stable: ties stay in input order
         return ranked[:top_k] if top_k else ranked
