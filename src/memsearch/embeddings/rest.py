@@ -8,7 +8,9 @@ Why the standard library: each of those APIs is one JSON POST, so an SDK per ven
 install weight, import time and five different error types for nothing. ``urllib`` honours the
 usual proxy variables; the connection classes below only split the timeout into a short connect
 phase (an endpoint that is not there fails in seconds) and a longer read phase (a local server may
-take a while to embed a large batch).
+take a while to embed a large batch), and ``post_json`` holds the whole call to one deadline.
+The helper is not embedding-specific: the remote reranker (``jev_reranker``) and the LLM backends
+use it with their own :class:`~memsearch.embeddings.base.ApiErrors` wording.
 """
 
 from __future__ import annotations
