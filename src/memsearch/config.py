@@ -143,6 +143,7 @@ _MINIMUMS: dict[str, float] = {
     "batch_size": 0,
     "debounce_ms": 0,
     "lock_timeout": 0,
+    "timeout": 0,
     "min_interval_hours": 0,
     "min_occurrences": 1,
     "top_k": 1,
@@ -182,6 +183,9 @@ class EmbeddingConfig:
     batch_size: int = 0
     base_url: str = ""
     api_key: str = ""
+    #: Total deadline of one request to a remote embedding API, seconds (0: the provider's default,
+    #: 60 s; 300 s for Ollama, whose first request loads the model).
+    timeout: float = 0
 
 
 @dataclass

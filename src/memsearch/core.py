@@ -47,6 +47,7 @@ class MemSearch:
         embedding_batch_size: int = 0,
         embedding_base_url: str | None = None,
         embedding_api_key: str | None = None,
+        embedding_timeout: float = 0,
         milvus_uri: str = DEFAULT_MILVUS_URI,
         milvus_token: str | None = None,
         collection: str = DEFAULT_COLLECTION,
@@ -80,6 +81,7 @@ class MemSearch:
         self._batch_size = embedding_batch_size
         self._base_url = embedding_base_url
         self._api_key = embedding_api_key
+        self._timeout = embedding_timeout
         self._uri = milvus_uri
         self._token = milvus_token
         self._collection = collection
@@ -121,6 +123,7 @@ class MemSearch:
                 batch_size=self._batch_size,
                 base_url=self._base_url,
                 api_key=self._api_key,
+                timeout=self._timeout,
             )
             if self._use_cache:
                 from memsearch.config import memsearch_home
@@ -346,7 +349,8 @@ class MemSearch:
         (``store.hybrid_weights``); rank 1 in both lists still scores 1.0.
 
         With a reranker model configured, ``3 x top_k`` hybrid candidates are rescored by the
-        cross-encoder and the best ``top_k`` kept (scores become its probabilities).
+        reranker (a local cross-encoder, or the remote Jev model for ``jev:<model>``) and the best
+        ``top_k`` kept (scores become its probabilities).
         """
         import asyncio
 
@@ -450,6 +454,7 @@ def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
         "embedding_batch_size": cfg.embedding.batch_size,
         "embedding_base_url": cfg.embedding.base_url or None,
         "embedding_api_key": cfg.embedding.api_key or None,
+        "embedding_timeout": cfg.embedding.timeout,
         "milvus_uri": cfg.milvus.uri,
         "milvus_token": cfg.milvus.token or None,
         "collection": cfg.milvus.collection,

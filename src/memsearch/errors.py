@@ -85,6 +85,25 @@ class EmbeddingAPIError(EmbeddingError):
     """The embedding endpoint failed: unreachable, refused, rejected the request or the key."""
 
 
+# --- reranking ----------------------------------------------------------------------------
+
+
+class RerankerError(MemSearchError):
+    """Any failure of the reranking stage (the remote Jev reranker; see ``jev_reranker``)."""
+
+
+class MissingRerankerKeyError(RerankerError, ValueError):
+    """The remote reranker needs an API key (``TYPESAFE_API_KEY``) and none is set."""
+
+
+class RerankerAPIError(RerankerError, RuntimeError):
+    """The remote reranker failed: unreachable, too slow, an HTTP error, a rejected key."""
+
+
+class InvalidRerankAnswerError(RerankerAPIError, ValueError):
+    """The remote reranker answered, but not with exactly one score in [0, 1] per candidate."""
+
+
 # --- store ----------------------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from memsearch.config import LLM_DEFAULT_MODELS, resolve_env_ref
-from memsearch.embeddings.base import CONNECT_TIMEOUT, ApiErrors
+from memsearch.embeddings.base import CONNECT_TIMEOUT, SERVER_FAILED_HINT, ApiErrors, ServiceWording
 from memsearch.errors import MemSearchError
 
 if TYPE_CHECKING:
@@ -82,62 +82,30 @@ class EmptySummaryError(LLMError):
     """The LLM answered with no text, so there is nothing to write."""
 
 
-_STATUS_HINTS: dict[int, str] = {
-    400: "Check the model name; the prompt may also be too long for the model (lower --token-budget).",
-    404: "Check the model name and the base URL: the endpoint or model was not found.",
-    413: "The prompt is too large; lower --token-budget.",
-    429: "The API is rate-limiting or out of quota; wait and try again.",
-    **dict.fromkeys(
-        (500, 502, 503, 504), "The server failed (also on one retry); try again later or check its logs."
-    ),
-}
+#: How LLM endpoints' failures are worded (the REST helper ``post_json`` and the openai SDK
+#: translation only ask an :class:`ApiErrors` for the exceptions to raise).
+LLM_WORDING = ServiceWording(
+    kind="LLM",
+    error=LLMAPIError,
+    missing_key_error=MissingLLMKeyError,
+    key_hint="Set {key_env}, or an api_key setting: llm.api_key (--llm-api-key) for compact, "
+    "llm.providers.<name>.api_key for summarize; env:VAR references work.",
+    unreachable_hint="Check that the server is running and reachable, and the LLM base URL "
+    "(--llm-base-url, llm.base_url or llm.providers.<name>.base_url).",
+    timeout_hint="Check that the server is healthy; for compact, a smaller --token-budget helps.",
+    bad_response_hint="Check that the base URL points at the {label} API.",
+    status_hints={
+        400: "Check the model name; the prompt may also be too long for the model (lower --token-budget).",
+        404: "Check the model name and the base URL: the endpoint or model was not found.",
+        413: "The prompt is too large; lower --token-budget.",
+        429: "The API is rate-limiting or out of quota; wait and try again.",
+        **dict.fromkeys((500, 502, 503, 504), SERVER_FAILED_HINT),
+    },
+)
 
 
-@dataclass(frozen=True)
-class _LLMErrors(ApiErrors):
-    """:class:`ApiErrors` worded for LLM endpoints, raising :class:`LLMAPIError`.
-
-    The REST helper (``post_json``) only asks its ``errors`` object for exceptions to raise, so this
-    subclass lets the LLM backends reuse it; the overrides return a sibling class, not a subclass,
-    of the embedding error, hence the ``override`` ignores.
-    """
-
-    def key_hint(self) -> str:
-        return (
-            f"Set {self.key_env}, or an api_key setting: llm.api_key (--llm-api-key) for compact, "
-            "llm.providers.<name>.api_key for summarize; env:VAR references work."
-        )
-
-    def missing_llm_key(self) -> MissingLLMKeyError:
-        return MissingLLMKeyError(f"No API key for the {self.label} LLM provider.", self.key_hint())
-
-    def unreachable(self, url: str, reason: object) -> LLMAPIError:  # type: ignore[override]
-        return LLMAPIError(
-            f"Could not connect to the {self.label} LLM endpoint at {url}: {reason}",
-            hint="Check that the server is running and reachable, and the LLM base URL "
-            "(--llm-base-url, llm.base_url or llm.providers.<name>.base_url).",
-        )
-
-    def timed_out(self, url: str, seconds: float) -> LLMAPIError:  # type: ignore[override]
-        return LLMAPIError(
-            f"The {self.label} LLM endpoint at {url} did not answer within {seconds:g} s.",
-            hint="Check that the server is healthy; for compact, a smaller --token-budget helps.",
-        )
-
-    def http_status(self, url: str, status: int, body: str) -> LLMAPIError:  # type: ignore[override]
-        if status in (401, 403):
-            return LLMAPIError(f"The {self.label} API rejected the API key (HTTP {status}).", self.key_hint())
-        detail = " ".join(body.split())[:300]
-        return LLMAPIError(
-            f"The {self.label} LLM API at {url} returned HTTP {status}" + (f": {detail}" if detail else "."),
-            hint=_STATUS_HINTS.get(status, "See the message for the server's reason."),
-        )
-
-    def bad_response(self, url: str, detail: str) -> LLMAPIError:  # type: ignore[override]
-        return LLMAPIError(
-            f"The {self.label} LLM endpoint at {url} sent an unexpected response: {detail}",
-            hint=f"Check that the base URL points at the {self.label} API.",
-        )
+def _llm_errors(label: str, key_envs: tuple[str, ...]) -> ApiErrors:
+    return ApiErrors(label, key_envs, wording=LLM_WORDING)
 
 
 # --- the backends -------------------------------------------------------------------------------
@@ -151,7 +119,7 @@ class _Call:
     model: str
     base_url: str
     api_key: str | None
-    errors: _LLMErrors
+    errors: ApiErrors
     timeout: float
 
 
@@ -324,10 +292,10 @@ def _prepare(
     url = url.rstrip("/")
     custom = url != backend.default_base_url
     label = f"{backend.label}-compatible" if custom and kind == "openai" else backend.label
-    errors = _LLMErrors(label, backend.key_envs)
+    errors = _llm_errors(label, backend.key_envs)
     key = resolve_env_ref(api_key or "") or next(filter(None, map(_env, backend.key_envs)), "")
     if not key and not custom:
-        raise errors.missing_llm_key()
+        raise errors.missing_key()
     return backend, _Call(prompt, model or LLM_DEFAULT_MODELS[kind], url, key or None, errors, timeout)
 
 

@@ -1,4 +1,7 @@
-"""The optional cross-encoder stage: rescore search candidates with a (query, passage) model.
+"""The optional reranking stage: rescore search candidates with a (query, passage) model.
+
+A ``reranker.model`` starting with ``jev:`` selects the remote Jev model (``memsearch.jev_reranker``,
+one HTTP request per search); every other name is a local cross-encoder, run as described below.
 
 This module owns :class:`CrossEncoderReranker` (an ONNX cross-encoder run by onnxruntime),
 :func:`rerank` (the reference's function, with its signature) and :func:`rerank_async` (what
@@ -44,6 +47,8 @@ logger = logging.getLogger("memsearch.reranker")
 DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 #: Longest (query, passage) pair scored, in tokens; longer pairs are truncated (passage first).
 MAX_RERANK_TOKENS = 512
+#: The ``reranker.model`` prefix that selects the remote Jev reranker instead of a local model.
+JEV_PREFIX = "jev:"
 #: Pairs per onnxruntime call; pairs are sorted by length so a batch pads little.
 BATCH_SIZE = 8
 
@@ -200,10 +205,18 @@ def rerank(
 ) -> list[dict[str, Any]]:
     """Rerank ``results`` with ``model_name``; keep ``top_k`` (all when 0).
 
+    ``jev:<model>`` (e.g. ``jev:jev-latest``) selects TypeSafe's remote Jev reranker
+    (``memsearch.jev_reranker``), whose every failure is a :class:`~memsearch.errors.RerankerError`;
+    any other name is a local ONNX cross-encoder.
+
     Without a usable backend: a warning (once per process) and the first ``top_k`` results as they
     were. A model that cannot be found raises :class:`~memsearch.errors.ModelNotFoundError`.
     """
     global _warned_backend
+    if model_name.startswith(JEV_PREFIX):
+        from memsearch.jev_reranker import JevReranker
+
+        return JevReranker(model_name.removeprefix(JEV_PREFIX)).rerank(query, results, top_k=top_k)
     if not results:
         return []
     problem = backend_problem()

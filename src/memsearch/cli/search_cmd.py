@@ -19,7 +19,11 @@ PREVIEW_CHARS = 500
 )
 @click.option("--source-prefix", default=None, help="Only results from files under this path.")
 @common_options
-@click.option("--reranker-model", default=None, help="Cross-encoder reranker model ('' disables).")
+@click.option(
+    "--reranker-model",
+    default=None,
+    help="Reranker: a cross-encoder model, or jev:<model> for the remote Jev API ('' disables).",
+)
 @click.option("--json-output", "-j", is_flag=True, help="Print results as JSON.")
 def search(query: str, top_k: int, source_prefix: str | None, json_output: bool, **flags: Any) -> None:
     """Search indexed memory for QUERY."""

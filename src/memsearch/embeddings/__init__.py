@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: The options :func:`get_provider` knows how to pass on.
-OPTION_NAMES = frozenset({"model", "batch_size", "base_url", "api_key"})
+OPTION_NAMES = frozenset({"model", "batch_size", "base_url", "api_key", "timeout"})
 
 _MISSING = object()
 #: protocol class -> the member names its isinstance() looks up statically.
@@ -184,11 +184,13 @@ def get_provider(
     batch_size: int = 0,
     base_url: str | None = None,
     api_key: str | None = None,
+    timeout: float = 0,
 ) -> EmbeddingProvider:
     """Build the provider called ``name``.
 
     ``model`` (``None`` → the provider's default), ``batch_size`` (0 → the provider's default),
-    ``base_url`` and ``api_key`` are passed on when the provider accepts them; an option that makes
+    ``base_url``, ``api_key`` and ``timeout`` (a total deadline per request in seconds, 0 → the
+    provider's default) are passed on when the provider accepts them; an option that makes
     no sense for a provider (an API key for the local ONNX model) is ignored, so one config can
     switch providers freely.
 
@@ -206,6 +208,7 @@ def get_provider(
         "batch_size": batch_size if batch_size and batch_size > 0 else None,
         "base_url": base_url or None,
         "api_key": api_key or None,
+        "timeout": timeout if timeout and timeout > 0 else None,
     }
     kwargs = {key: value for key, value in given.items() if value is not None and key in spec.options}
     factory = _load_target(spec)

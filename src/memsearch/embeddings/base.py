@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from memsearch.errors import EmbeddingAPIError, EmbeddingError, MissingAPIKeyError
+from memsearch.errors import EmbeddingAPIError, EmbeddingError, MemSearchError, MissingAPIKeyError
 
 T = TypeVar("T")
 
@@ -80,68 +80,111 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 @dataclass(frozen=True)
+class ServiceWording:
+    """What kind of service failed, and which settings the hints point at.
+
+    One :class:`ApiErrors` class words every remote service (embeddings, the remote reranker, LLM
+    endpoints); what differs between them is collected here: the noun in the messages (``kind``),
+    the exception classes raised, and the hints. Templates may use ``{label}`` and ``{key_env}``.
+    """
+
+    #: "embedding", "reranking", "LLM": as in "the OpenAI embedding endpoint".
+    kind: str
+    error: type[MemSearchError]
+    missing_key_error: type[MemSearchError]
+    key_hint: str
+    unreachable_hint: str
+    timeout_hint: str
+    bad_response_hint: str
+    #: HTTP status -> hint, after the service's own ``status_hints``.
+    status_hints: Mapping[int, str]
+
+
+#: HTTP 5xx, after the one retry ``post_json`` (and the openai SDK) makes.
+SERVER_FAILED_HINT = "The server failed (also on one retry); try again later or check its logs."
+
+EMBEDDING = ServiceWording(
+    kind="embedding",
+    error=EmbeddingAPIError,
+    missing_key_error=MissingAPIKeyError,
+    key_hint="Set {key_env} or the config key embedding.api_key "
+    "(e.g. memsearch config set embedding.api_key env:{key_env}).",
+    unreachable_hint="Check that the server is running and reachable, and that embedding.base_url is right.",
+    timeout_hint="Check that the server is healthy, or lower embedding.batch_size.",
+    bad_response_hint="Check that embedding.base_url points at the embeddings API of that service.",
+    status_hints={
+        400: "Check the model name and the input; the API refused the request.",
+        404: "Check embedding.model and embedding.base_url: the endpoint or model was not found.",
+        413: "Lower embedding.batch_size: the request was too large.",
+        429: "The API is rate-limiting or out of quota; wait, or lower embedding.batch_size.",
+        **dict.fromkeys((500, 502, 503, 504), SERVER_FAILED_HINT),
+    },
+)
+
+
+@dataclass(frozen=True)
 class ApiErrors:
-    """How one service's failures are worded: who failed, and which env var holds its key."""
+    """How one service's failures are worded: who failed, and which env var holds its key.
+
+    ``wording`` says what kind of service it is (:data:`EMBEDDING` unless given), so the same
+    methods word a reranker or an LLM endpoint without a copy of this class.
+    """
 
     label: str
     key_envs: tuple[str, ...] = ()
     #: HTTP status -> hint, consulted before the generic hints.
     status_hints: tuple[tuple[int, str], ...] = ()
+    wording: ServiceWording = EMBEDDING
+
+    @property
+    def kind(self) -> str:
+        return self.wording.kind
 
     @property
     def key_env(self) -> str:
         return self.key_envs[0] if self.key_envs else "the provider's API key variable"
 
+    def _fill(self, template: str) -> str:
+        return template.format(label=self.label, key_env=self.key_env)
+
     def key_hint(self) -> str:
-        return (
-            f"Set {self.key_env} or the config key embedding.api_key "
-            f"(e.g. memsearch config set embedding.api_key env:{self.key_env})."
+        return self._fill(self.wording.key_hint)
+
+    def missing_key(self) -> MemSearchError:
+        return self.wording.missing_key_error(
+            f"No API key for the {self.label} {self.kind} provider.", self.key_hint()
         )
 
-    def missing_key(self) -> MissingAPIKeyError:
-        return MissingAPIKeyError(f"No API key for the {self.label} embedding provider.", self.key_hint())
-
-    def unreachable(self, url: str, reason: object) -> EmbeddingAPIError:
-        return EmbeddingAPIError(
-            f"Could not connect to the {self.label} embedding endpoint at {url}: {reason}",
-            hint="Check that the server is running and reachable, and that embedding.base_url is right.",
+    def unreachable(self, url: str, reason: object) -> MemSearchError:
+        return self.wording.error(
+            f"Could not connect to the {self.label} {self.kind} endpoint at {url}: {reason}",
+            hint=self._fill(self.wording.unreachable_hint),
         )
 
-    def timed_out(self, url: str, seconds: float) -> EmbeddingAPIError:
-        return EmbeddingAPIError(
-            f"The {self.label} embedding endpoint at {url} did not answer within {seconds:g} s.",
-            hint="Check that the server is healthy, or lower embedding.batch_size.",
+    def timed_out(self, url: str, seconds: float) -> MemSearchError:
+        return self.wording.error(
+            f"The {self.label} {self.kind} endpoint at {url} did not answer within {seconds:g} s.",
+            hint=self._fill(self.wording.timeout_hint),
         )
 
-    def http_status(self, url: str, status: int, body: str) -> EmbeddingAPIError:
+    def http_status(self, url: str, status: int, body: str) -> MemSearchError:
         if status in (401, 403):
-            return EmbeddingAPIError(
+            return self.wording.error(
                 f"The {self.label} API rejected the API key (HTTP {status}).", self.key_hint()
             )
         detail = " ".join(body.split())[:300]
-        return EmbeddingAPIError(
-            f"The {self.label} embedding API at {url} returned HTTP {status}"
+        return self.wording.error(
+            f"The {self.label} {self.kind} API at {url} returned HTTP {status}"
             + (f": {detail}" if detail else "."),
             hint=dict(self.status_hints).get(status)
-            or _STATUS_HINTS.get(status, "See the message for the server's reason."),
+            or self._fill(self.wording.status_hints.get(status, "See the message for the server's reason.")),
         )
 
-    def bad_response(self, url: str, detail: str) -> EmbeddingAPIError:
-        return EmbeddingAPIError(
-            f"The {self.label} embedding endpoint at {url} sent an unexpected response: {detail}",
-            hint="Check that embedding.base_url points at the embeddings API of that service.",
+    def bad_response(self, url: str, detail: str) -> MemSearchError:
+        return self.wording.error(
+            f"The {self.label} {self.kind} endpoint at {url} sent an unexpected response: {detail}",
+            hint=self._fill(self.wording.bad_response_hint),
         )
-
-
-_STATUS_HINTS: dict[int, str] = {
-    400: "Check the model name and the input; the API refused the request.",
-    404: "Check embedding.model and embedding.base_url: the endpoint or model was not found.",
-    413: "Lower embedding.batch_size: the request was too large.",
-    429: "The API is rate-limiting or out of quota; wait, or lower embedding.batch_size.",
-    **dict.fromkeys(
-        (500, 502, 503, 504), "The server failed (also on one retry); try again later or check its logs."
-    ),
-}
 
 
 def resolve_api_key(explicit: str | None, errors: ApiErrors, *, required: bool = True) -> str | None:

@@ -45,12 +45,15 @@ class JinaEmbedding(RestEmbedder):
         batch_size: int = 0,
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float = 0,
         task: str | None = None,
         dimensions: int | None = None,
     ) -> None:
         self._fixed_task = task
         self._dimensions = dimensions
-        super().__init__(model=model, batch_size=batch_size, base_url=base_url, api_key=api_key)
+        super().__init__(
+            model=model, batch_size=batch_size, base_url=base_url, api_key=api_key, timeout=timeout
+        )
 
     def _known_dimension(self) -> int | None:
         if self._dimensions:

@@ -78,8 +78,11 @@ class OllamaEmbedding(RestEmbedder):
         batch_size: int = 0,
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float = 0,
     ) -> None:
-        super().__init__(model=model, batch_size=batch_size, base_url=base_url, api_key=api_key)
+        super().__init__(
+            model=model, batch_size=batch_size, base_url=base_url, api_key=api_key, timeout=timeout
+        )
         self.errors = ApiErrors(
             "Ollama",
             ("OLLAMA_API_KEY",),

@@ -6,11 +6,12 @@ known-dimension table, and the translation of the SDK's exceptions into our type
 argument, else ``OPENAI_API_KEY``. A key is required only for OpenAI's own endpoint: local
 OpenAI-compatible servers usually take none, so they get a placeholder the SDK accepts.
 The SDK retries at most once here (its default is twice, with back-off), so a dead endpoint fails
-in about a second instead of stalling.
+in about a second instead of stalling; ``timeout`` bounds a whole request, retry included.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
@@ -37,8 +38,9 @@ class OpenAIEmbedding(BatchingEmbedder):
     default_batch_size = 256
     known_dimensions = OPENAI_DIMENSIONS
     api_errors: ClassVar[ApiErrors] = ApiErrors("OpenAI", ("OPENAI_API_KEY",))
-    #: Read timeout per request, seconds.
-    timeout: ClassVar[float] = 60.0
+    #: Total deadline per request (the SDK's retry included), seconds; the ``timeout`` argument
+    #: (``embedding.timeout``) overrides it for one instance.
+    timeout: float = 60.0
 
     def __init__(
         self,
@@ -47,8 +49,11 @@ class OpenAIEmbedding(BatchingEmbedder):
         batch_size: int = 0,
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float = 0,
     ) -> None:
         super().__init__(model=model, batch_size=batch_size)
+        if timeout and timeout > 0:
+            self.timeout = timeout
         self.base_url = (
             base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL
         ).rstrip("/")
@@ -82,7 +87,12 @@ class OpenAIEmbedding(BatchingEmbedder):
     async def _embed_batch(self, conn: Any, texts: list[str], *, query: bool) -> list[list[float]]:
         url = f"{self.base_url}/embeddings"
         with sdk_errors(self.errors, url, self.timeout):
-            response = await conn.embeddings.create(input=texts, model=self._model, encoding_format="float")
+            # The SDK's timeout is per attempt and it retries a timeout, so a server that accepts and
+            # never answers would hold us twice as long; wait_for makes self.timeout the total.
+            response = await asyncio.wait_for(
+                conn.embeddings.create(input=texts, model=self._model, encoding_format="float"),
+                timeout=self.timeout,
+            )
         if isinstance(response, (str, bytes)):  # the SDK hands back a body it could not decode
             raise self.errors.bad_response(url, f"not JSON ({str(response)[:80]!r})")
         try:
@@ -98,7 +108,7 @@ def sdk_errors(errors: ApiErrors, url: str, timeout: float) -> Iterator[None]:
     memsearch's one-line errors for ``url``."""
     try:
         yield
-    except openai.APITimeoutError:
+    except (openai.APITimeoutError, asyncio.TimeoutError):
         raise errors.timed_out(url, timeout) from None
     except openai.APIConnectionError as exc:
         raise errors.unreachable(url, _cause_text(exc)) from None

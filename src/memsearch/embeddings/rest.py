@@ -8,7 +8,9 @@ Why the standard library: each of those APIs is one JSON POST, so an SDK per ven
 install weight, import time and five different error types for nothing. ``urllib`` honours the
 usual proxy variables; the connection classes below only split the timeout into a short connect
 phase (an endpoint that is not there fails in seconds) and a longer read phase (a local server may
-take a while to embed a large batch).
+take a while to embed a large batch), and ``post_json`` holds the whole call to one deadline.
+The helper is not embedding-specific: the remote reranker (``jev_reranker``) and the LLM backends
+use it with their own :class:`~memsearch.embeddings.base.ApiErrors` wording.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +37,11 @@ from memsearch.embeddings.base import (
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
+#: The socket of the request this thread is making, so ``post_json`` can shrink its timeout to
+#: what is left of the request's total deadline before each read.
+_current = threading.local()
+
+
 def _connect_briefly(conn: http.client.HTTPConnection, connect: Callable[[], None]) -> None:
     """Connect with :data:`CONNECT_TIMEOUT`, then give the socket the connection's read timeout."""
     read_timeout = conn.timeout
@@ -44,6 +52,7 @@ def _connect_briefly(conn: http.client.HTTPConnection, connect: Callable[[], Non
         conn.timeout = read_timeout
     if conn.sock is not None:
         conn.sock.settimeout(read_timeout)
+    _current.sock = conn.sock
 
 
 class _HTTPConnection(http.client.HTTPConnection):
@@ -88,10 +97,13 @@ def post_json(
 ) -> Any:
     """POST ``body`` as JSON to ``url`` and return the decoded JSON answer.
 
-    Connection refused and unknown hosts fail at once (retrying would not help); a reset
-    connection, HTTP 429 or 5xx is retried once after a short pause; timeouts are not retried
-    (that would double a stall). Every failure is an :class:`~memsearch.errors.EmbeddingAPIError`
-    worded by ``errors``; a rejected key names the env var that holds it.
+    ``timeout`` is a total deadline for the call, retry included: a server that accepts the
+    connection and then never answers (or trickles its answer) fails after ``timeout`` seconds, not
+    after one read timeout per attempt. Connection refused and unknown hosts fail at once (retrying
+    would not help); a reset connection, HTTP 429 or 5xx is retried once after a short pause if time
+    is left; timeouts are not retried (that would double a stall). Every failure is the error class
+    of ``errors``'s service (an :class:`~memsearch.errors.EmbeddingAPIError` for embeddings), worded
+    by ``errors``; a rejected key names the env var that holds it.
     """
     data = json.dumps(body).encode("utf-8")
     request_headers = {
@@ -100,39 +112,75 @@ def post_json(
         "User-Agent": _user_agent(),
         **headers,
     }
+    deadline = time.monotonic() + timeout
     for attempt in range(retries + 1):
         last_try = attempt == retries
         request = urllib.request.Request(url, data=data, headers=request_headers, method="POST")
         try:
-            with _opener().open(request, timeout=timeout) as response:
-                raw = response.read()
+            raw = _exchange(request, deadline)
         except urllib.error.HTTPError as exc:
             text = _read_error_body(exc)
-            if exc.code in RETRY_STATUSES and not last_try:
+            if exc.code in RETRY_STATUSES and not last_try and _time_for_retry(deadline):
                 time.sleep(RETRY_DELAY)
                 continue
             raise errors.http_status(url, exc.code, text) from None
         except urllib.error.URLError as exc:
             reason = exc.reason
             if isinstance(reason, TimeoutError):
-                raise errors.timed_out(url, CONNECT_TIMEOUT) from None
-            if isinstance(reason, ConnectionResetError) and not last_try:
+                raise errors.timed_out(url, min(CONNECT_TIMEOUT, timeout)) from None
+            if isinstance(reason, ConnectionResetError) and not last_try and _time_for_retry(deadline):
                 time.sleep(RETRY_DELAY)
                 continue
             raise errors.unreachable(url, _reason_text(reason)) from None
         except TimeoutError:
             raise errors.timed_out(url, timeout) from None
         except (ConnectionError, http.client.HTTPException) as exc:
-            if not last_try:
+            if not last_try and _time_for_retry(deadline):
                 time.sleep(RETRY_DELAY)
                 continue
             raise errors.unreachable(url, _reason_text(exc)) from None
+        finally:
+            _current.sock = None
         try:
             return json.loads(raw)
         except ValueError:
             snippet = raw[:80].decode("utf-8", "replace")
             raise errors.bad_response(url, f"not JSON ({snippet!r})") from None
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _remaining(deadline: float) -> float:
+    """Seconds left before ``deadline``; raises ``TimeoutError`` when none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
+
+
+def _time_for_retry(deadline: float) -> bool:
+    return deadline - time.monotonic() > RETRY_DELAY
+
+
+def _exchange(request: urllib.request.Request, deadline: float) -> bytes:
+    """Send ``request`` and read the whole answer by ``deadline``.
+
+    The socket timeout is what is left of the deadline before each read, so neither a silent
+    server nor one sending a byte at a time can stretch the call past it.
+    """
+    with _opener().open(request, timeout=_remaining(deadline)) as response:
+        chunks: list[bytes] = []
+        while True:
+            sock = getattr(_current, "sock", None)
+            if sock is not None:
+                sock.settimeout(_remaining(deadline))
+            chunk = response.read1(_READ_CHUNK) if hasattr(response, "read1") else response.read()
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+#: Bytes per read of an answer (the deadline is checked between reads).
+_READ_CHUNK = 64 * 1024
 
 
 def _read_error_body(exc: urllib.error.HTTPError) -> str:
@@ -164,8 +212,9 @@ class RestEmbedder(BatchingEmbedder):
     default_base_url: ClassVar[str] = ""
     #: Whether the API refuses requests without a key (checked at construction, not first use).
     key_required: ClassVar[bool] = True
-    #: Read timeout per request, seconds (local servers may need long for a big batch).
-    timeout: ClassVar[float] = 60.0
+    #: Total deadline per request, seconds (local servers may need long for a big batch); the
+    #: ``timeout`` argument (``embedding.timeout``) overrides it for one instance.
+    timeout: float = 60.0
 
     def __init__(
         self,
@@ -174,10 +223,16 @@ class RestEmbedder(BatchingEmbedder):
         batch_size: int = 0,
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float = 0,
     ) -> None:
         super().__init__(model=model, batch_size=batch_size)
+        if timeout and timeout > 0:
+            self.timeout = timeout
         self.base_url = self._resolve_base_url(base_url).rstrip("/")
-        self.api_key = resolve_api_key(api_key, self.errors, required=self.key_required)
+        self.api_key = resolve_api_key(api_key, self.errors, required=self._requires_key())
+
+    def _requires_key(self) -> bool:
+        return self.key_required
 
     def _resolve_base_url(self, base_url: str | None) -> str:
         return base_url or self.default_base_url
