@@ -64,9 +64,11 @@ json_values = st.recursive(
     | st.booleans()
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=40),
+    | st.text(max_size=40)
+    | st.sampled_from([[], {}]),
     lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+        st.lists(children, min_size=1, max_size=4)
+        | st.dictionaries(st.text(max_size=12), children, min_size=1, max_size=4)
     ),
     max_leaves=12,
 )
@@ -459,9 +461,12 @@ _toml_values = st.recursive(
     | st.integers(-(2**63), 2**63 - 1)
     | st.floats(allow_nan=True)
     | st.text(max_size=20)
-    | st.sampled_from(["env:HOME", "env:NO_SUCH_VAR_XYZ", "env:", "onnx", "openai", "hash", "~/x.db"]),
+    | st.sampled_from(
+        ["env:HOME", "env:NO_SUCH_VAR_XYZ", "env:", "onnx", "openai", "hash", "~/x.db", [], {}]
+    ),
     lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+        st.lists(children, min_size=1, max_size=3)
+        | st.dictionaries(st.text(max_size=8), children, min_size=1, max_size=3)
     ),
     max_leaves=8,
 )
