@@ -477,13 +477,15 @@ _READING_FRAME = re.compile(r"_?(load|read)(_|$)")
 def _is_damage(exc: BaseException) -> bool:
     """Whether a Milvus Lite failure comes from unreadable database files (not a full disk, a
     permission problem or a bad request): the engine said so, or a JSON/Parquet/NumPy decoding
-    error came out of one of its reading functions."""
+    error (not one of the engine's own errors) came out of one of its reading functions."""
     if type(exc).__name__ in _DAMAGE_ERRORS:
         return True
     chain = [exc] + ([exc.__cause__] if exc.__cause__ is not None else [])
     if any(isinstance(e, (OSError, MemoryError)) for e in chain):
         return False
     for e in chain:
+        if type(e).__module__.split(".", 1)[0] == "milvus_lite":
+            continue  # the engine's own errors are judged by their type (above), not where they arose
         tb = e.__traceback__
         while tb is not None:
             code = tb.tb_frame.f_code
