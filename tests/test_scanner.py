@@ -395,7 +395,7 @@ def test_nul_byte_after_the_sniff_window_is_text(tmp_path: Path) -> None:
 
 
 def test_too_large_file_is_refused(tmp_path: Path) -> None:
-    assert MAX_MARKDOWN_BYTES == 20 * 1024 * 1024
+    assert MAX_MARKDOWN_BYTES == 100 * 1024 * 1024
     path = tmp_path / "big.md"
     path.write_bytes(b"x" * 2048)
     with pytest.raises(FileTooLargeError) as info:
@@ -407,7 +407,7 @@ def test_too_large_file_is_refused(tmp_path: Path) -> None:
 
 def test_default_size_limit_applies(tmp_path: Path) -> None:
     path = tmp_path / "huge.md"
-    with open(path, "wb") as fh:  # sparse: no 20 MiB actually written
+    with open(path, "wb") as fh:  # sparse: no 100 MiB actually written
         fh.truncate(MAX_MARKDOWN_BYTES + 1)
     with pytest.raises(FileTooLargeError):
         read_markdown(path)

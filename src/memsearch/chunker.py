@@ -68,6 +68,7 @@ _CJK = "\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af"
 _SENTENCE_END_RE = re.compile(rf"……|…|[。！？；]|[.!?;](?=[\s{_CJK}]|\Z)")
 _LAST_SPACE_RE = re.compile(r"[\s\S]*\s")  # greedy: ends just after the last whitespace
 _SPACES_RE = re.compile(r"\s*")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 _MIN_MEANINGFUL_LEN = 2
 
@@ -112,8 +113,12 @@ class Heading:
 
 
 def compute_content_hash(content: str) -> str:
-    """First 16 hex chars of SHA-256 of the UTF-8 content (the reference's ``content_hash``)."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+    """First 16 hex chars of SHA-256 of the UTF-8 content (the reference's ``content_hash``).
+
+    A lone surrogate (which UTF-8 cannot encode) is hashed as its code point's 3 bytes instead of
+    failing; every other text hashes exactly as in the reference.
+    """
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def compute_chunk_id(source: str, start_line: int, end_line: int, content_hash: str, model: str) -> str:
@@ -123,7 +128,9 @@ def compute_chunk_id(source: str, start_line: int, end_line: int, content_hash: 
     or for text that moved, must not be mistaken for this one.
     """
     raw = f"markdown:{source}:{start_line}:{end_line}:{content_hash}:{model}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+    # A file name that is not valid UTF-8 reaches us with lone surrogates (os.fsdecode): hash them
+    # rather than fail the file (identical to the reference for every valid name).
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def clean_content_for_embedding(text: str) -> str:
@@ -365,6 +372,9 @@ def chunk_markdown(
             hint="set a positive size (the default is 1500 characters)",
         )
     overlap_lines = max(0, overlap_lines)
+    if _SURROGATE_RE.search(text):  # only from Python callers: decoded files never hold them
+        # Lone surrogates cannot be stored (Milvus takes UTF-8); U+FFFD, as the store writes them.
+        text = _SURROGATE_RE.sub("\ufffd", text)
     lines = split_lines(text)
     headings = find_headings(lines)
     out = _Emitter(source, max_chunk_size)

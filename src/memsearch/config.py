@@ -601,6 +601,11 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"Invalid TOML in {p}: not UTF-8 text (bad byte at offset {exc.start})",
             hint="Save the file as UTF-8.",
         ) from None
+    except RecursionError:  # tomllib recurses per level of nested arrays/inline tables
+        raise ConfigError(
+            f"Invalid TOML in {p}: arrays or tables nested too deeply to read",
+            hint="Fix the file, or move it aside and run 'memsearch config init'.",
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"Cannot read config file {p}: {exc.strerror or exc}",

@@ -190,7 +190,7 @@ class MemSearch:
             self._model = model
             self._embedder = None  # created again, for this model, on first use
 
-    def _open_store(self, dimension: int | None, *, create: bool = True) -> MilvusStore:
+    def _open_store(self, dimension: int | None, *, create: bool = True, adopt: bool = True) -> MilvusStore:
         from memsearch.store import MilvusStore
 
         return MilvusStore(
@@ -202,6 +202,7 @@ class MemSearch:
             lock_timeout=self._lock_timeout,
             analyzer=self._bm25_analyzer,
             create=create,
+            adopt=adopt,
         )
 
     def _read_store(self) -> MilvusStore:
@@ -418,8 +419,23 @@ class MemSearch:
         return self._read_store().count()
 
     def reset(self) -> None:
-        """Drop the collection and forget the manifest; the markdown files are untouched."""
-        self._read_store().drop()
+        """Drop the collection and forget the manifest; the markdown files are untouched.
+
+        Works on a damaged Milvus Lite collection too (the way out that StoreDamagedError's hint
+        names): the collection is then dropped without reading it.
+        """
+        from memsearch.errors import StoreDamagedError
+
+        try:
+            store = self._read_store()
+        except StoreDamagedError:
+            store = self._open_store(None, adopt=False)
+            try:
+                store.drop()
+            finally:
+                store.close()
+        else:
+            store.drop()
         self.forget_manifest()
 
     # -- lifecycle ------------------------------------------------------------------------

@@ -119,6 +119,14 @@ class StoreLockedError(StoreConnectionError):
     """A Milvus Lite database is held by another process."""
 
 
+class StoreDamagedError(StoreError):
+    """A Milvus Lite database has files the engine cannot read back (truncated, overwritten).
+
+    The index is rebuildable from the markdown files, so the hint is always the way back:
+    ``memsearch reset --yes`` (which works on a damaged store) and re-indexing.
+    """
+
+
 class DimensionMismatchError(StoreError, ValueError):
     """The collection's vector dimension differs from the embedding model's."""
 

@@ -267,27 +267,17 @@ class Indexer:
         work: list[_FileWork] = []
         for f in stat_changed:
             source = str(f.path)
+            old = manifest.files.get(source)
             try:
-                raw = read_markdown_bytes(f.path)
-                digest = hashlib.sha256(raw).hexdigest()
-                old = manifest.files.get(source)
-                entry = FileEntry(f.size, _mtime_ns(f), digest)
-                if not force and old is not None and old.sha256 == digest:
-                    entry.chunks = old.chunks
-                    manifest.files[source] = entry  # touched, not changed
-                    continue
-                decoded = decode_markdown(raw, f.path)
-                if decoded.warning:
-                    warnings.append(decoded.warning)
-                chunks = chunk_markdown(
-                    decoded.text,
-                    source,
-                    max_chunk_size=s.max_chunk_size,
-                    overlap_lines=s.overlap_lines,
-                )
+                read = self._read_and_chunk(f, None if force or old is None else old.sha256, warnings)
             except (OSError, MemSearchError, ValueError) as exc:
                 failures.append(IndexFailure(source, format_error(exc)))
                 manifest.files.pop(source, None)
+                continue
+            entry, chunks = read
+            if chunks is None:  # touched, not changed
+                entry.chunks = old.chunks if old is not None else 0
+                manifest.files[source] = entry
                 continue
             ids = [c.chunk_id(s.model) for c in chunks]
             entry.chunks = len(chunks)
@@ -357,6 +347,28 @@ class Indexer:
             changed_files=len(work),
             removed_files=deleted,
             warnings=tuple(warnings),
+        )
+
+    def _read_and_chunk(
+        self, f: ScannedFile, known_sha256: str | None, warnings: list[str]
+    ) -> tuple[FileEntry, list[Chunk] | None]:
+        """A changed file's manifest entry and chunks (None: its bytes hash to ``known_sha256``).
+
+        A function of its own so the file's bytes and decoded text are freed as soon as it is
+        chunked: while the chunks are embedded, only they are held (a 20 MB file is ~20 MB of
+        chunks, not three copies of it).
+        """
+        raw = read_markdown_bytes(f.path)
+        entry = FileEntry(f.size, _mtime_ns(f), hashlib.sha256(raw).hexdigest())
+        if entry.sha256 == known_sha256:
+            return entry, None
+        decoded = decode_markdown(raw, f.path)
+        del raw
+        if decoded.warning:
+            warnings.append(decoded.warning)
+        s = self.settings
+        return entry, chunk_markdown(
+            decoded.text, str(f.path), max_chunk_size=s.max_chunk_size, overlap_lines=s.overlap_lines
         )
 
     async def _start_over(self, progress: Progress | None) -> IndexReport:

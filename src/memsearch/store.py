@@ -317,6 +317,9 @@ _QUIET_LOGGERS = (
     "pymilvus.client.connection_manager",
     "pymilvus.client.iterator.query_iterator",
     "milvus_lite.server_manager",
+    # "manifest.json failed to load, falling back to ...": a damaged database is reported once, as
+    # a StoreDamagedError, or not at all when the fallback worked.
+    "milvus_lite.storage.manifest",
 )
 _quiet_state = threading.local()
 
@@ -462,7 +465,52 @@ def _legacy_file_error(path: Path, major: int) -> errors.StoreConnectionError:
     )
 
 
-def _generic_open_error(path: Path, cause: BaseException) -> errors.StoreConnectionError:
+# --- Milvus Lite: damaged databases ---------------------------------------------------------
+
+#: The engine's own verdicts on files it could not read back.
+_DAMAGE_ERRORS = frozenset({"ManifestCorruptedError", "WALCorruptedError"})
+#: Engine functions that read the database's files (schema, manifest, Parquet segments, vector
+#: indexes): a decoding failure raised inside one means a file holds something it never wrote.
+_READING_FRAME = re.compile(r"_?(load|read)(_|$)")
+
+
+def _is_damage(exc: BaseException) -> bool:
+    """Whether a Milvus Lite failure comes from unreadable database files (not a full disk, a
+    permission problem or a bad request): the engine said so, or a JSON/Parquet/NumPy decoding
+    error (not one of the engine's own errors) came out of one of its reading functions."""
+    if type(exc).__name__ in _DAMAGE_ERRORS:
+        return True
+    chain = [exc] + ([exc.__cause__] if exc.__cause__ is not None else [])
+    if any(isinstance(e, (OSError, MemoryError)) for e in chain):
+        return False
+    for e in chain:
+        if type(e).__module__.split(".", 1)[0] == "milvus_lite":
+            continue  # the engine's own errors are judged by their type (above), not where they arose
+        tb = e.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if "milvus_lite" in code.co_filename and _READING_FRAME.match(code.co_name):
+                return True
+            tb = tb.tb_next
+    return False
+
+
+def _damaged_error(path: Path, cause: BaseException) -> errors.StoreDamagedError:
+    _, message = _driver_message(cause)
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return errors.StoreDamagedError(
+        f"The Milvus Lite database {path} is damaged: a file in it cannot be read ({message})",
+        hint=(
+            "The markdown files are the source of truth: run `memsearch reset --yes` (with the same "
+            f"--milvus-uri/--collection), or delete {path}, then `memsearch index <paths>` to rebuild it."
+        ),
+    )
+
+
+def _generic_open_error(path: Path, cause: BaseException) -> errors.StoreError:
+    if _is_damage(cause):
+        return _damaged_error(path, cause)
     _, message = _driver_message(cause)
     return errors.StoreConnectionError(
         f"Could not open the Milvus Lite database at {path}: {message}. Possible causes: another "
@@ -603,6 +651,7 @@ class MilvusStore:
         lock_timeout: float = 10.0,
         analyzer: str = "auto",
         create: bool = True,
+        adopt: bool = True,
     ) -> None:
         self._location = resolve_uri(uri)
         # Only used when this store creates the collection; an existing one keeps its analyzer.
@@ -620,6 +669,9 @@ class MilvusStore:
         #: Rows per query page; an attribute so tests can exercise paging on small collections.
         self.page_size = PAGE_SIZE
         self._create = create and dimension is not None
+        #: False: open the database without reading the collection (its schema, segments,
+        #: indexes), so that :meth:`drop` works on a damaged collection.
+        self._adopt = adopt
         self._closed = False
         path = self._location.path
         if path is not None and not self._create and not path.exists():
@@ -628,6 +680,8 @@ class MilvusStore:
 
     def _connect(self) -> None:
         self._client = self._CONNECTORS[self._location.kind](self)
+        if not self._adopt:
+            return
         try:
             self._ensure_collection()
         except BaseException:
@@ -762,6 +816,8 @@ class MilvusStore:
         if missing and self._collection in message:
             self._exists = False
             return self._not_found()
+        if self._location.path is not None and _is_damage(exc):
+            return _damaged_error(self._location.path, exc)
         label = f"Milvus error (code {code})" if code is not None else "Milvus error"
         return errors.StoreError(f"{label}: {message}", hint=_GENERIC_HINT)
 

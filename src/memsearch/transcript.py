@@ -227,7 +227,7 @@ def _read_jsonl(p: Path, warnings: list[str], limit: int | None = None) -> tuple
                 nonblank = True
                 try:
                     obj = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested thousands deep
                     if not raw.endswith(b"\n"):
                         torn_tail = len(raw)  # the writer has not finished this line
                     else:
@@ -855,14 +855,15 @@ def _parse_openclaw_db(src: _Source) -> list[Turn]:
     finally:
         con.close()
     bad: list[str] = []
-    for seq, text, packed in rows:
+    for k, (seq, text, packed) in enumerate(rows, 1):
         try:
             raw = text if text is not None else _zstd_decompress(packed).decode("utf-8", errors="replace")
             entry = json.loads(raw)
         except Exception:  # a damaged row: skip it, as a malformed JSONL line is skipped
             entry = None
         if isinstance(entry, dict):
-            src.entries.append((int(seq), entry))
+            # seq is the entry's "line"; a damaged row may have none (then its place in the order)
+            src.entries.append((seq if isinstance(seq, int) else k, entry))
         else:
             bad.append(str(seq))
     if bad:
@@ -880,7 +881,7 @@ def _json_rows(rows: Iterable[tuple[str, Any]], bad: list[str]) -> list[tuple[st
     for key, data in rows:
         try:
             obj = json.loads(data)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # not text, not JSON, nested thousands deep
             obj = None
         if isinstance(obj, dict):
             out.append((key, obj))

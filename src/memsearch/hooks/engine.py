@@ -147,6 +147,8 @@ def parse_stdin(raw: bytes | str | Mapping[str, Any]) -> tuple[dict[str, Any], s
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return {}, f"stdin is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); ignored it"
+    except RecursionError:  # arrays or objects nested thousands deep: no hook input looks like that
+        return {}, "stdin is JSON nested too deeply to read; ignored it"
     if not isinstance(data, dict):
         return {}, f"stdin is JSON but not an object (a {type(data).__name__}); ignored it"
     return data, ""
