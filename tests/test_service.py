@@ -6,15 +6,19 @@ database in tmp_path; HOME is the test's isolated home, so run files live under 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -266,3 +270,252 @@ def test_compact_works_while_the_service_holds_the_store(
     assert "## Memory Compact" in daily.read_text()
     hits = search_json(uri, "larger connection pool checkout")
     assert any(Path(str(h["source"])) == daily.resolve() for h in hits)
+
+
+# --- a hostile or broken environment: another user, garbage, floods, stops, crashes ----------
+
+OTHER_UID = 4242  # no such user here: files owned by it are "another local user's"
+
+
+@pytest.fixture
+def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A HOME short enough that the socket stays in ``~/.memsearch/run`` (a long one moves it to
+    the shared fallback folder under /tmp)."""
+    home = Path(tempfile.mkdtemp(prefix="mssvc-", dir="/tmp"))
+    monkeypatch.setenv("HOME", str(home))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Hint:" in lines[0], proc.stderr
+    return lines[0]
+
+
+def exchange(path: Path, payload: bytes, *, half_close: bool = True, timeout: float = 15) -> list[dict]:
+    """Send raw bytes to the socket; return every non-heartbeat message until the service closes."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        with contextlib.suppress(OSError):  # the service may refuse before reading it all
+            sock.sendall(payload)
+            if half_close:
+                sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            try:
+                part = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not part:
+                break
+            data += part
+    messages = [json.loads(line) for line in data.splitlines() if line.strip()]
+    return [m for m in messages if not m.get("alive")]
+
+
+def proc_status(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(key)
+
+
+class FakeListener:
+    """A socket at ``path`` that records what clients send and never answers (an impostor)."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.received = b""
+
+
+@pytest.mark.parametrize("kind", ["symlink", "other-uid", "group-readable", "fallback-other-uid"])
+def test_serve_refuses_a_run_dir_that_is_not_private(uri: str, tmp_path: Path, kind: str) -> None:
+    paths = service_paths(uri)
+    run = paths.lock.parent
+    run.parent.mkdir(parents=True, exist_ok=True)
+    env = None
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o755)
+    target.chmod(0o755)
+    if kind == "symlink":
+        run.symlink_to(target)
+    elif kind == "other-uid":
+        run.mkdir(mode=0o700)
+        os.chown(run, OTHER_UID, OTHER_UID)
+    elif kind == "group-readable":
+        run.mkdir(mode=0o750)
+        run.chmod(0o750)
+    else:  # a deep HOME puts the socket in a fallback folder; another user created it first
+        os.chown(target, OTHER_UID, OTHER_UID)
+        target.chmod(0o700)
+        env = {"XDG_RUNTIME_DIR": str(target)}
+        deep = tmp_path / ("h" * 80)
+        env["HOME"] = str(deep)
+        deep.mkdir()
+    started = time.monotonic()
+    proc = memsearch("serve", "--milvus-uri", uri, env=env, timeout=60)
+    line = one_error_line(proc)
+    assert "refusing to use" in line and time.monotonic() - started < 30
+    expected = {
+        "symlink": "symbolic link",
+        "other-uid": f"owned by uid {OTHER_UID}",
+        "group-readable": "mode 0750",
+        "fallback-other-uid": f"{target} for the memory service: it is owned by uid {OTHER_UID}",
+    }[kind]
+    assert expected in line
+    assert target.stat().st_mode & 0o777 == (0o700 if kind == "fallback-other-uid" else 0o755)
+    assert list(target.iterdir()) == []  # nothing was created through the link
+
+
+def test_clients_do_not_route_through_a_hijacked_run_dir(short_home: Path, uri: str, tmp_path: Path) -> None:
+    """Another user points our run dir at theirs, with a listening socket and a held lock: the
+    client must send it nothing, say so once, and search directly."""
+    import fcntl
+
+    expected = search_json(uri, QUERIES[0], env={"MEMSEARCH_NO_SERVICE": "1"})
+    paths = service_paths(uri)
+    evil = tmp_path / "evil"
+    evil.mkdir(mode=0o777)
+    evil.chmod(0o777)
+    paths.lock.parent.parent.mkdir(parents=True, exist_ok=True)
+    paths.lock.parent.symlink_to(evil)
+    assert paths.socket.parent == paths.lock.parent  # the test's HOME is short enough
+    listener = FakeListener(paths.socket)
+    listener.sock.listen(16)
+    listener.sock.settimeout(0.2)
+    lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o666)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                with contextlib.suppress(OSError):
+                    listener.received += conn.recv(65536)
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        proc = memsearch("search", QUERIES[0], "-j", "-k", "4", "--milvus-uri", uri)
+    finally:
+        stop.set()
+        thread.join()
+        listener.sock.close()
+        os.close(lock_fd)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == expected
+    warnings = proc.stderr.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("Warning: ") and "symbolic link" in warnings[0]
+    assert listener.received == b""
+
+
+def _fork_as_other_user(fn: Callable[[], bytes]) -> Callable[[], bytes]:
+    """Start ``fn`` in a forked child that has become uid OTHER_UID; the returned function waits
+    for the child and returns what ``fn`` returned."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(read_end)
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            os.write(write_end, fn())
+        except BaseException as exc:
+            os.write(write_end, f"child failed: {exc!r} {traceback.format_exc()}".encode())
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+
+    def collect() -> bytes:
+        with os.fdopen(read_end, "rb") as reader:
+            report = reader.read()
+        os.waitpid(pid, 0)
+        return report
+
+    return collect
+
+
+def test_client_sends_nothing_to_a_listener_of_another_uid(short_home: Path, uri: str) -> None:
+    """The socket is in our private run dir, but the process listening on it runs as another
+    user (SO_PEERCRED): the client must not send it a byte, and works directly instead."""
+    import fcntl
+
+    expected = search_json(uri, QUERIES[0], env={"MEMSEARCH_NO_SERVICE": "1"})
+    paths = service_paths(uri)
+    paths.lock.parent.mkdir(parents=True, mode=0o700)
+    paths.lock.parent.chmod(0o700)
+    listener = FakeListener(paths.socket)
+    lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+
+    def serve_as_other_user() -> bytes:
+        listener.sock.listen(16)  # the peer credentials a client sees are the listener's, now
+        listener.sock.settimeout(20)
+        received, accepted = b"", 0
+        while True:
+            try:
+                conn, _ = listener.sock.accept()
+            except TimeoutError:
+                break
+            accepted += 1
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    while part := conn.recv(65536):
+                        received += part
+            if b"done" in received:
+                break
+        return json.dumps({"accepted": accepted, "received": received.decode(errors="replace")}).encode()
+
+    collect = _fork_as_other_user(serve_as_other_user)
+    try:
+        time.sleep(0.5)
+        proc = memsearch("search", QUERIES[0], "-j", "-k", "4", "--milvus-uri", uri)
+    finally:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as end:  # let the child finish
+            end.connect(str(paths.socket))
+            end.sendall(b"done")
+        report = json.loads(collect())
+        listener.sock.close()
+        os.close(lock_fd)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == expected
+    warnings = proc.stderr.strip().splitlines()
+    assert len(warnings) == 1 and f"uid {OTHER_UID}" in warnings[0], proc.stderr
+    assert report["accepted"] >= 2  # the client did connect (and looked at who listens)
+    assert report["received"] == "done"  # ... but sent nothing
+
+
+def test_service_answers_nothing_to_a_client_of_another_uid(short_home: Path, uri: str, service) -> None:
+    paths = service_paths(uri)
+    assert paths.socket.parent == short_home / ".memsearch" / "run"
+    # Loosen the folder and socket as a careless admin might: the uid check must still hold.
+    for folder in (short_home, short_home / ".memsearch", paths.socket.parent):
+        folder.chmod(0o755)
+    paths.socket.chmod(0o777)
+
+    def ping() -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(paths.socket))
+            try:
+                sock.sendall(b'{"op": "ping", "settings": {}, "args": {}}\n')
+                return b"answer:" + sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):  # closed on us: nothing was answered
+                return b"answer:"
+
+    assert _fork_as_other_user(ping)() == b"answer:"
+    paths.socket.parent.chmod(0o700)
+    assert ServiceClient(paths).ping()["pid"] == service.pid  # we still get answers
