@@ -6,15 +6,19 @@ database in tmp_path; HOME is the test's isolated home, so run files live under 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -266,3 +270,441 @@ def test_compact_works_while_the_service_holds_the_store(
     assert "## Memory Compact" in daily.read_text()
     hits = search_json(uri, "larger connection pool checkout")
     assert any(Path(str(h["source"])) == daily.resolve() for h in hits)
+
+
+# --- a hostile or broken environment: another user, garbage, floods, stops, crashes ----------
+
+OTHER_UID = 4242  # no such user here: files owned by it are "another local user's"
+
+
+@pytest.fixture
+def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A HOME short enough that the socket stays in ``~/.memsearch/run`` (a long one moves it to
+    the shared fallback folder under /tmp)."""
+    home = Path(tempfile.mkdtemp(prefix="mssvc-", dir="/tmp"))
+    monkeypatch.setenv("HOME", str(home))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Hint:" in lines[0], proc.stderr
+    return lines[0]
+
+
+def exchange(path: Path, payload: bytes, *, half_close: bool = True, timeout: float = 15) -> list[dict]:
+    """Send raw bytes to the socket; return every non-heartbeat message until the service closes."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        with contextlib.suppress(OSError):  # the service may refuse before reading it all
+            sock.sendall(payload)
+            if half_close:
+                sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            try:
+                part = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not part:
+                break
+            data += part
+    messages = [json.loads(line) for line in data.splitlines() if line.strip()]
+    return [m for m in messages if not m.get("alive")]
+
+
+def proc_status(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(key)
+
+
+class FakeListener:
+    """A socket at ``path`` that records what clients send and never answers (an impostor)."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.received = b""
+
+
+@pytest.mark.parametrize("kind", ["symlink", "other-uid", "group-readable", "fallback-other-uid"])
+def test_serve_refuses_a_run_dir_that_is_not_private(uri: str, tmp_path: Path, kind: str) -> None:
+    paths = service_paths(uri)
+    run = paths.lock.parent
+    run.parent.mkdir(parents=True, exist_ok=True)
+    env = None
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o755)
+    target.chmod(0o755)
+    if kind == "symlink":
+        run.symlink_to(target)
+    elif kind == "other-uid":
+        run.mkdir(mode=0o700)
+        os.chown(run, OTHER_UID, OTHER_UID)
+    elif kind == "group-readable":
+        run.mkdir(mode=0o750)
+        run.chmod(0o750)
+    else:  # a deep HOME puts the socket in a fallback folder; another user created it first
+        os.chown(target, OTHER_UID, OTHER_UID)
+        target.chmod(0o700)
+        env = {"XDG_RUNTIME_DIR": str(target)}
+        deep = tmp_path / ("h" * 80)
+        env["HOME"] = str(deep)
+        deep.mkdir()
+    started = time.monotonic()
+    proc = memsearch("serve", "--milvus-uri", uri, env=env, timeout=60)
+    line = one_error_line(proc)
+    assert "refusing to use" in line and time.monotonic() - started < 30
+    expected = {
+        "symlink": "symbolic link",
+        "other-uid": f"owned by uid {OTHER_UID}",
+        "group-readable": "mode 0750",
+        "fallback-other-uid": f"{target} for the memory service: it is owned by uid {OTHER_UID}",
+    }[kind]
+    assert expected in line
+    assert target.stat().st_mode & 0o777 == (0o700 if kind == "fallback-other-uid" else 0o755)
+    assert list(target.iterdir()) == []  # nothing was created through the link
+
+
+def test_clients_do_not_route_through_a_hijacked_run_dir(short_home: Path, uri: str, tmp_path: Path) -> None:
+    """Another user points our run dir at theirs, with a listening socket and a held lock: the
+    client must send it nothing, say so once, and search directly."""
+    import fcntl
+
+    expected = search_json(uri, QUERIES[0], env={"MEMSEARCH_NO_SERVICE": "1"})
+    paths = service_paths(uri)
+    evil = tmp_path / "evil"
+    evil.mkdir(mode=0o777)
+    evil.chmod(0o777)
+    paths.lock.parent.parent.mkdir(parents=True, exist_ok=True)
+    paths.lock.parent.symlink_to(evil)
+    assert paths.socket.parent == paths.lock.parent  # the test's HOME is short enough
+    listener = FakeListener(paths.socket)
+    listener.sock.listen(16)
+    listener.sock.settimeout(0.2)
+    lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o666)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                with contextlib.suppress(OSError):
+                    listener.received += conn.recv(65536)
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        proc = memsearch("search", QUERIES[0], "-j", "-k", "4", "--milvus-uri", uri)
+    finally:
+        stop.set()
+        thread.join()
+        listener.sock.close()
+        os.close(lock_fd)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == expected
+    warnings = proc.stderr.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("Warning: ") and "symbolic link" in warnings[0]
+    assert listener.received == b""
+
+
+def _fork_as_other_user(fn: Callable[[], bytes]) -> Callable[[], bytes]:
+    """Start ``fn`` in a forked child that has become uid OTHER_UID; the returned function waits
+    for the child and returns what ``fn`` returned."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(read_end)
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            os.write(write_end, fn())
+        except BaseException as exc:
+            os.write(write_end, f"child failed: {exc!r} {traceback.format_exc()}".encode())
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+
+    def collect() -> bytes:
+        with os.fdopen(read_end, "rb") as reader:
+            report = reader.read()
+        os.waitpid(pid, 0)
+        return report
+
+    return collect
+
+
+def test_client_sends_nothing_to_a_listener_of_another_uid(short_home: Path, uri: str) -> None:
+    """The socket is in our private run dir, but the process listening on it runs as another
+    user (SO_PEERCRED): the client must not send it a byte, and works directly instead."""
+    import fcntl
+
+    expected = search_json(uri, QUERIES[0], env={"MEMSEARCH_NO_SERVICE": "1"})
+    paths = service_paths(uri)
+    paths.lock.parent.mkdir(parents=True, mode=0o700)
+    paths.lock.parent.chmod(0o700)
+    listener = FakeListener(paths.socket)
+    lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+
+    def serve_as_other_user() -> bytes:
+        listener.sock.listen(16)  # the peer credentials a client sees are the listener's, now
+        listener.sock.settimeout(20)
+        received, accepted = b"", 0
+        while True:
+            try:
+                conn, _ = listener.sock.accept()
+            except TimeoutError:
+                break
+            accepted += 1
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    while part := conn.recv(65536):
+                        received += part
+            if b"done" in received:
+                break
+        return json.dumps({"accepted": accepted, "received": received.decode(errors="replace")}).encode()
+
+    collect = _fork_as_other_user(serve_as_other_user)
+    try:
+        time.sleep(0.5)
+        proc = memsearch("search", QUERIES[0], "-j", "-k", "4", "--milvus-uri", uri)
+    finally:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as end:  # let the child finish
+            end.connect(str(paths.socket))
+            end.sendall(b"done")
+        report = json.loads(collect())
+        listener.sock.close()
+        os.close(lock_fd)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == expected
+    warnings = proc.stderr.strip().splitlines()
+    assert len(warnings) == 1 and f"uid {OTHER_UID}" in warnings[0], proc.stderr
+    assert report["accepted"] >= 2  # the client did connect (and looked at who listens)
+    assert report["received"] == "done"  # ... but sent nothing
+
+
+def test_service_answers_nothing_to_a_client_of_another_uid(short_home: Path, uri: str, service) -> None:
+    paths = service_paths(uri)
+    assert paths.socket.parent == short_home / ".memsearch" / "run"
+    # Loosen the folder and socket as a careless admin might: the uid check must still hold.
+    for folder in (short_home, short_home / ".memsearch", paths.socket.parent):
+        folder.chmod(0o755)
+    paths.socket.chmod(0o777)
+
+    def ping() -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(paths.socket))
+            try:
+                sock.sendall(b'{"op": "ping", "settings": {}, "args": {}}\n')
+                return b"answer:" + sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):  # closed on us: nothing was answered
+                return b"answer:"
+
+    assert _fork_as_other_user(ping)() == b"answer:"
+    paths.socket.parent.chmod(0o700)
+    assert ServiceClient(paths).ping()["pid"] == service.pid  # we still get answers
+
+
+def test_requests_are_bounded_whatever_the_client_sends(short_home: Path, uri: str, service) -> None:
+    from memsearch.errors import ServiceRequestError
+
+    paths = service_paths(uri)
+    rss_before = proc_status(service.pid, "VmRSS")
+    # The CLI refuses a huge --top-k itself, with one clear line.
+    cli = memsearch("search", "x", "-k", "1000000000", "--milvus-uri", uri)
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr
+    assert "1<=x<=1000" in cli.stderr and len([ln for ln in cli.stderr.splitlines() if "Error" in ln]) == 1
+    # Any other client (the Python API, a script on the socket) gets one clear error from the service.
+    with pytest.raises(ServiceRequestError, match=r"top_k must be between 1 and 1000 \(got 1000000000\)"):
+        ServiceClient(paths).request("search", {}, {"query": "x", "top_k": 1_000_000_000})
+    with pytest.raises(ServiceRequestError, match="accepts at most 100,000"):
+        ServiceClient(paths).request("search", {}, {"query": "x" * 200_000, "top_k": 3})
+    with pytest.raises(ServiceRequestError, match="the memory service accepts at most 1,048,576"):
+        ServiceClient(paths).request("search", {}, {"query": "x" * 2_000_000, "top_k": 3})
+    # A 64 MiB request line is refused after its first MiB, not read into memory.
+    replies = exchange(paths.socket, b'{"op": "search", "args": {"query": "' + b"y" * (64 << 20))
+    assert len(replies) == 1 and replies[0]["ok"] is False
+    assert replies[0]["error"]["type"] == "ServiceRequestError"
+    assert "larger than 1,048,576 bytes" in replies[0]["error"]["message"]
+    rss_after = proc_status(service.pid, "VmRSS")
+    assert rss_after - rss_before < 150_000, (rss_before, rss_after)  # kB
+    assert len(search_json(uri, QUERIES[0])) == 4  # and it still serves
+
+
+def test_a_stopped_service_fails_routed_commands_within_the_deadline(
+    short_home: Path, uri: str, memory: Path, service
+) -> None:
+    service.send_signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        search = memsearch("search", QUERIES[0], "--milvus-uri", uri, timeout=60)
+        search_took = time.monotonic() - started
+        started = time.monotonic()
+        index = memsearch(
+            "index", str(memory), "--milvus-uri", uri, env={"MEMSEARCH_SERVICE_TIMEOUT": "1.5"}, timeout=60
+        )
+        index_took = time.monotonic() - started
+    finally:
+        service.send_signal(signal.SIGCONT)
+    line = one_error_line(search)
+    assert f"(pid {service.pid}) did not answer within 5 s" in line
+    assert f"kill -CONT {service.pid}" in line
+    assert "did not answer within 1.5 s" in one_error_line(index)
+    assert 5 <= search_took < 15 and 1.5 <= index_took < 10, (search_took, index_took)
+    assert len(search_json(uri, QUERIES[0])) == 4  # resumed, it answers again
+
+
+def test_idle_connections_are_capped_and_closed(short_home: Path, uri: str, service) -> None:
+    from memsearch.service import IDLE_TIMEOUT, MAX_CONNECTIONS
+
+    paths = service_paths(uri)
+    threads_before = proc_status(service.pid, "Threads")
+    idle = []
+    try:
+        for _ in range(MAX_CONNECTIONS + 66):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(paths.socket))
+            idle.append(sock)
+        time.sleep(1.0)
+        threads_busy = proc_status(service.pid, "Threads")
+        assert threads_busy <= threads_before + MAX_CONNECTIONS + 4, (threads_before, threads_busy)
+        for sock in idle[MAX_CONNECTIONS + 2 :]:  # the extra ones were told why, and closed
+            sock.settimeout(5)
+            reply = json.loads(sock.recv(65536))
+            assert reply["error"]["type"] == "ServiceBusyError", reply
+            assert sock.recv(1) == b""
+        time.sleep(IDLE_TIMEOUT + 1.5)
+        for sock in idle[: MAX_CONNECTIONS - 2]:  # the idle ones were closed after the deadline
+            sock.settimeout(5)
+            assert sock.recv(65536) == b""
+    finally:
+        for sock in idle:
+            sock.close()
+    assert proc_status(service.pid, "Threads") <= threads_before + 2
+    assert len(search_json(uri, QUERIES[0])) == 4  # a normal client still works
+
+
+def test_garbage_gets_a_protocol_error_and_pipelined_requests_get_both_answers(
+    short_home: Path, uri: str, service
+) -> None:
+    from memsearch.service import IDLE_TIMEOUT
+
+    sock_path = service_paths(uri).socket
+    garbage = {
+        "random bytes": os.urandom(512).replace(b"\n", b"") + b"\n",
+        "random bytes, no newline": os.urandom(512).replace(b"\n", b""),
+        "invalid JSON": b'{"op": "ping",\n',
+        "a JSON list": b"[1, 2, 3]\n",
+        "a JSON string": b'"ping"\n',
+        "an unknown op": b'{"op": "rm -rf", "args": {}}\n',
+        "a wrong type": b'{"op": "search", "args": {"query": "x", "top_k": "ten"}}\n',
+    }
+    for name, payload in garbage.items():
+        replies = exchange(sock_path, payload)
+        assert len(replies) == 1, (name, replies)
+        assert replies[0]["ok"] is False and replies[0]["error"]["type"] == "ServiceRequestError", name
+        assert replies[0]["error"]["message"].startswith("not a valid memsearch service request"), name
+    ping = b'{"op": "ping", "settings": {}, "args": {}}\n'
+    replies = exchange(sock_path, ping + b"not json\n" + ping)
+    assert [r["ok"] for r in replies] == [True, False, True]
+    assert replies[0]["result"]["pid"] == service.pid
+    # Without a newline and without closing: answered once the read deadline has passed.
+    started = time.monotonic()
+    replies = exchange(sock_path, b'{"op": "ping"', half_close=False)
+    assert IDLE_TIMEOUT - 0.5 <= time.monotonic() - started < IDLE_TIMEOUT + 5
+    assert len(replies) == 1 and "incomplete request" in replies[0]["error"]["message"]
+
+
+def test_kill_9_with_requests_in_flight_gives_each_client_one_clear_error(
+    short_home: Path, uri: str, memory: Path
+) -> None:
+    proc = start_service(uri)
+    proc.send_signal(signal.SIGSTOP)  # holds every request in flight until the kill
+    clients = [
+        subprocess.Popen(
+            [sys.executable, "-m", "memsearch", *args, "--milvus-uri", uri],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MEMSEARCH_SERVICE_TIMEOUT": "30"},
+        )
+        for args in [["search", q] for q in [*QUERIES, "kafka"]] + [["index", str(memory), "--force"]]
+    ]
+    time.sleep(3.0)  # every client has connected and sent its request
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    for client in clients:
+        out, err = client.communicate(timeout=120)
+        assert "Traceback" not in err, err
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert client.returncode == 1 and len(lines) == 1, (client.args, out, err)
+        assert "closed the connection before answering" in lines[0] and "Hint:" in lines[0]
+    stats = memsearch("stats", "--milvus-uri", uri)  # and the next command just works
+    assert stats.returncode == 0 and stats.stdout == "Total indexed chunks: 9\n", stats.stderr
+
+
+@pytest.mark.parametrize("which", ["socket", "lock"])
+def test_a_directory_in_place_of_the_socket_or_lock(short_home: Path, uri: str, which: str) -> None:
+    paths = service_paths(uri)
+    paths.lock.parent.mkdir(parents=True, mode=0o700)
+    paths.lock.parent.chmod(0o700)
+    getattr(paths, which).mkdir()
+    if which == "lock":  # a socket left behind, so clients look at the lock
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
+            stale.bind(str(paths.socket))
+    line = one_error_line(memsearch("serve", "--milvus-uri", uri, timeout=60))
+    assert f"{getattr(paths, which)} is a directory, not the memory service's {which}" in line
+    stats = memsearch("stats", "--milvus-uri", uri)
+    assert stats.returncode == 0 and stats.stdout == "Total indexed chunks: 9\n", stats.stderr
+    warnings = stats.stderr.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("Warning: ") and "Traceback" not in stats.stderr
+
+
+def test_a_second_watch_takes_over_promptly_when_the_serving_watch_stops(
+    short_home: Path, uri: str, memory: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "seed.md").write_text("# Seed\n\nNothing much.\n")
+    first = _start_watch(uri, memory, tmp_path / "first.log")
+    second = _start_watch(uri, other, tmp_path / "second.log")
+    client = ServiceClient(service_paths(uri))
+    try:
+        assert client.ping()["pid"] == first.pid
+        stopping = time.monotonic()
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 0
+        exited = time.monotonic()
+        while True:
+            with contextlib.suppress(Exception):
+                if client.ping().get("pid") == second.pid:
+                    break
+            assert time.monotonic() - exited < 30, (tmp_path / "second.log").read_text()
+            time.sleep(0.05)
+        took_over = time.monotonic()
+        assert exited - stopping < 5, exited - stopping
+        assert took_over - exited < 5, took_over - exited
+        (other / "new.md").write_text("# New\n\nThe heron nests by the weir.\n")
+        _until_found(uri, "heron nests weir", "new.md", timeout=30)
+    finally:
+        for proc in (first, second):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+    assert second.returncode == 0

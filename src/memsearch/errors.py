@@ -169,6 +169,43 @@ class UnknownTranscriptFormatError(MemSearchError):
     exit_code = 3
 
 
+# --- the memory service -----------------------------------------------------------------------
+
+
+class ServiceError(MemSearchError):
+    """The memory service could not be started, reached, or answered with an error of unknown type."""
+
+
+class ServiceRunningError(ServiceError):
+    """``serve`` found another service already running for the same store."""
+
+
+class UnsafeRunDirError(ServiceError):
+    """The service's run folder (or its socket or lock file) is not a private one of ours: a
+    symlink, another user's, group/other-accessible, or the wrong kind of file. Another local user
+    could otherwise replace the socket and read every query or inject results."""
+
+
+class ServicePeerError(ServiceError):
+    """The process on the other end of the service's socket runs as another user."""
+
+
+class ServiceUnavailableError(ServiceError):
+    """The service cannot be reached, or dropped the connection before answering."""
+
+
+class ServiceBusyError(ServiceUnavailableError):
+    """The service has as many open connections as it accepts; this one was refused."""
+
+
+class ServiceTimeoutError(ServiceError):
+    """The service accepted the connection but sent nothing within the deadline (stopped or hung)."""
+
+
+class ServiceRequestError(ServiceError):
+    """A request the service refuses: not our protocol, malformed, or beyond its limits."""
+
+
 def exit_code_for(exc: BaseException) -> int:
     """The CLI exit code for an exception: the class's own code, else 1."""
     return getattr(exc, "exit_code", 1) if isinstance(exc, MemSearchError) else 1

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from memsearch.cli.options import common_options, echo_json, open_memsearch, resolved
+from memsearch.service import MAX_TOP_K  # the service refuses more (a huge top_k cost gigabytes)
 
 #: Plain output shows this many characters of a chunk, then points at ``expand``.
 PREVIEW_CHARS = 500
@@ -15,7 +16,12 @@ PREVIEW_CHARS = 500
 @click.command("search")
 @click.argument("query")
 @click.option(
-    "--top-k", "-k", type=click.IntRange(min=1), default=5, show_default=True, help="Number of results."
+    "--top-k",
+    "-k",
+    type=click.IntRange(min=1, max=MAX_TOP_K),
+    default=5,
+    show_default=True,
+    help=f"Number of results (at most {MAX_TOP_K}).",
 )
 @click.option("--source-prefix", default=None, help="Only results from files under this path.")
 @common_options

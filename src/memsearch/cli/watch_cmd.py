@@ -104,7 +104,13 @@ def _stop_when_unused(users_file: Path) -> None:
 
 def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _Session) -> None:
     """Watch through the store's service until it goes away, starting it here if none runs."""
-    from memsearch.service import MemoryService, ServiceClient, ServiceRunningError, connect
+    from memsearch.service import (
+        MemoryService,
+        ServiceClient,
+        ServiceRunningError,
+        ServiceUnavailableError,
+        connect,
+    )
 
     client = connect(uri)
     service = None
@@ -112,7 +118,7 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
         service = MemoryService(uri)
         try:
             service.acquire()
-        except ServiceRunningError:  # another process just became the service: join it
+        except ServiceRunningError:  # the service is starting or stopping: join or replace it
             time.sleep(0.1)
             return
         try:
@@ -124,6 +130,10 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
         client = ServiceClient(service.paths)
     try:
         client.watch(settings, {"debounce_ms": debounce_ms}, session.on_message)
+    except ServiceUnavailableError:
+        if service is not None:
+            raise
+        time.sleep(0.1)  # the serving process is going away: take over once it has released the store
     finally:
         if service is not None:
             for sig in STOP_SIGNALS:  # a second Ctrl+C must not cut the clean-up short
