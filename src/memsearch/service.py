@@ -405,11 +405,8 @@ class ServiceClient:
                 raise self._gone(None)
             if not line.strip():
                 continue
-            try:
-                message = json.loads(line)
-            except ValueError:
-                message = None
-            if not isinstance(message, dict):
+            message = decode_message(line)
+            if message is None:
                 raise ServiceError(
                     f"{self._describe()} sent an answer that is not memsearch's protocol",
                     hint="check what is listening on " + str(self.paths.socket),
@@ -466,10 +463,9 @@ class ServiceClient:
                     return
                 if line is None:
                     return
-                if line.strip():
-                    message = json.loads(line)
-                    if isinstance(message, dict) and not message.get("alive"):
-                        on_message(message)
+                update = decode_message(line) if line.strip() else None
+                if update is not None and not update.get("alive"):
+                    on_message(update)
 
     def ping(self) -> dict[str, Any]:
         result = self.request("ping", {}, {}, timeout=CONNECT_TIMEOUT)
@@ -600,8 +596,21 @@ def _error_payload(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def error_from_payload(payload: dict[str, Any]) -> MemSearchError:
-    """Rebuild the service's error as the same class here (so exit codes and messages match)."""
+def decode_message(line: bytes) -> dict[str, Any] | None:
+    """One protocol line as a JSON object, or None for anything else (not JSON, not UTF-8, nested
+    past the parser's depth, not an object): what a peer sends is outside data."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def error_from_payload(payload: Any) -> MemSearchError:
+    """Rebuild the service's error as the same class here (so exit codes and messages match); a
+    malformed payload becomes a generic ServiceError rather than a crash."""
+    if not isinstance(payload, dict):
+        payload = {}
     cls = getattr(errors, str(payload.get("type")), None)
     message = str(payload.get("message", "the memsearch service failed"))
     hint = str(payload.get("hint", ""))
@@ -609,7 +618,7 @@ def error_from_payload(payload: dict[str, Any]) -> MemSearchError:
         with contextlib.suppress(TypeError):
             return cls(message, hint)
     exc = ServiceError(message, hint)
-    with contextlib.suppress(TypeError, ValueError):
+    with contextlib.suppress(TypeError, ValueError, OverflowError):
         exc.exit_code = int(payload.get("exit_code", 1))
     return exc
 
