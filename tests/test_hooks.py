@@ -701,7 +701,9 @@ def test_a_capture_worker_holds_the_watch_until_it_is_done(hk: HookEnv) -> None:
         argv = processes.watch_argv(hk.memory_dir, "ms_t", "t", hk.memsearch_dir / processes.WATCH_SESSIONS)
         hk.memory_dir.mkdir(parents=True, exist_ok=True)
         pid, started = processes.retain_watch(hk.memsearch_dir, hk.memory_dir, user, argv)
-        assert started and processes.is_running(pid, tail)
+        assert started
+        # /proc/<pid>/cmdline is the forking interpreter's (or empty) until the child has exec'd
+        wait_for(lambda: processes.is_running(pid, tail), timeout=10)
         worker = subprocess.Popen(["sleep", "60"])
         held = processes.WatchUser.of("capture-1", worker.pid)
         assert processes.hold_watch(hk.memsearch_dir, hk.memory_dir, held)
