@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 DEMO   := .memsearch-demo
 DEMO_FLAGS := --milvus-uri $(DEMO)/milvus.db --collection demo --provider onnx
 
-.PHONY: demo test lint format bench eval compat docs clean
+.PHONY: demo test lint format bench soak eval compat docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ format: $(VENV)/.installed-dev
 ## Speed and memory benchmark (see evaluation/bench.py): prints a table of medians.
 bench: $(VENV)/.installed
 	$(BIN)/python evaluation/bench.py
+
+## A memory service under steady use for SOAK_MINUTES (default 30): RSS, fds and threads over time.
+SOAK_MINUTES ?= 30
+soak: $(VENV)/.installed
+	$(BIN)/python -m evaluation.soak --minutes $(SOAK_MINUTES)
 
 ## The original memsearch 0.4.23's own test suite run against this package, failures sorted into
 ## private / deliberate / gap / unexplained (evaluation/compat.py; numbers in docs/compatibility.md).
