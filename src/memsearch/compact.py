@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.errors import ConfigValueError, MemSearchError
+from memsearch.errors import ConfigValueError, MemSearchError, NativeSummarizationError
 from memsearch.journal import exclusive
 from memsearch.llm import LLMSettings, summarize_text
 from memsearch.prompts import load_prompt
@@ -352,12 +352,6 @@ async def compact_memory(
 
 
 # --- summarize ------------------------------------------------------------------------------
-
-
-class NativeSummarizationError(MemSearchError):
-    """The plugin is set to let its host agent summarise (exit 2 tells the hook to do that)."""
-
-    exit_code = 2
 
 
 def transcript_prompt(system_prompt: str, transcript: str) -> str:

@@ -5,7 +5,71 @@ locked store, ...) must reach the user as one ``Error: ...`` line with a hint an
 code, never a traceback. Library code raises these; only ``memsearch.cli`` turns
 them into output. Some classes also subclass the builtin the original memsearch raised
 (``KeyError``, ``ValueError``, ``RuntimeError``, ``ImportError``) so Python callers that caught those
-keep working.
+keep working. Every error class lives here (modules re-export the ones they raise, so older import
+paths keep working), which is also what lets the memory service send an error by its class name
+and the client raise the same class (``service.error_from_payload``).
+
+The tree (builtins a class also derives from in parentheses; exit code when not 1)::
+
+    MemSearchError
+        BinaryFileError
+        ChunkNotFoundError
+        ConfigError
+            CodexAppError
+            ConfigEnvVarError (KeyError)
+            ConfigKeyError (KeyError)
+            ConfigValueError (ValueError)
+        ConfirmationNeededError
+        EmbeddingError
+            EmbeddingAPIError
+            InvalidBatchSizeError (ValueError)
+            MissingAPIKeyError
+            MissingDependencyError (ImportError)
+            ModelNotFoundError
+            UnknownProviderError (ValueError)
+        FileTooLargeError
+        HookUsageError [exit 2]
+        IndexingError
+        IndexingFailedError
+        InvalidChunkHashError (ValueError)
+        InvalidExpandOptionError (ValueError)
+        LLMError
+            EmptySummaryError
+            LLMAPIError
+            MissingLLMKeyError
+            UnknownLLMProviderError (ValueError)
+        NativeSummarizationError [exit 2]
+        NotARegularFileError
+        RerankerError
+            MissingRerankerKeyError (ValueError)
+            RerankerAPIError (RuntimeError)
+                InvalidRerankAnswerError (ValueError)
+        ServiceError
+            ServicePeerError
+            ServiceRequestError
+            ServiceRunningError
+            ServiceTimeoutError
+            ServiceUnavailableError
+                ServiceBusyError
+            UnsafeRunDirError
+        SourceFileNotFoundError (FileNotFoundError)
+        SourceReadError
+        StaleChunkError
+        StoreError
+            CollectionNotFoundError
+            DimensionMismatchError (ValueError)
+                OriginalModelMissingError
+            StoreConnectionError (RuntimeError)
+                StoreLockedError
+            StoreDamagedError
+        TranscriptError
+            OpenCodeSessionError (LookupError)
+            SessionNotApplicableError (ValueError) [exit 2]
+            TranscriptNotFoundError (FileNotFoundError)
+            TranscriptReadError (OSError)
+            TurnNotFoundError (LookupError)
+        UnknownTranscriptFormatError [exit 3]
+        WatcherError
 """
 
 from __future__ import annotations
@@ -209,3 +273,119 @@ class ServiceRequestError(ServiceError):
 def exit_code_for(exc: BaseException) -> int:
     """The CLI exit code for an exception: the class's own code, else 1."""
     return getattr(exc, "exit_code", 1) if isinstance(exc, MemSearchError) else 1
+
+
+# --- Expanding a chunk (``memsearch expand``) --------------------------------------------------------
+
+
+class StaleChunkError(MemSearchError):
+    """The chunk's lines are no longer in its source file (the file shrank since indexing)."""
+
+
+class SourceReadError(MemSearchError):
+    """The chunk's source file exists but cannot be read."""
+
+
+class InvalidExpandOptionError(MemSearchError, ValueError):
+    """An expand option has an impossible value (negative context)."""
+
+
+# --- Agent hooks -------------------------------------------------------------------------------------
+
+
+class CodexAppError(ConfigError):
+    """``codex app-server`` could not be started or did not answer as expected."""
+
+
+class HookUsageError(MemSearchError):
+    """A shim asked for a platform or event that does not exist (a broken plugin install)."""
+
+    exit_code = 2
+
+
+# --- Compaction and LLMs -----------------------------------------------------------------------------
+
+
+class NativeSummarizationError(MemSearchError):
+    """The plugin is set to let its host agent summarise (exit 2 tells the hook to do that)."""
+
+    exit_code = 2
+
+
+class LLMError(MemSearchError):
+    """Any failure to get text from an LLM."""
+
+
+class UnknownLLMProviderError(LLMError, ValueError):
+    """The provider type (or named provider) is unknown; the message lists what is valid."""
+
+
+class MissingLLMKeyError(LLMError):
+    """The vendor's endpoint needs an API key and none was configured."""
+
+
+class LLMAPIError(LLMError):
+    """The endpoint failed: unreachable, too slow, rejected the request or key, or answered nonsense."""
+
+
+class EmptySummaryError(LLMError):
+    """The LLM answered with no text, so there is nothing to write."""
+
+
+# --- Indexing, scanning and watching -----------------------------------------------------------------
+
+
+class IndexingError(MemSearchError):
+    """A single-file index (``index_file``) failed; the message names the file and reason."""
+
+
+class WatcherError(MemSearchError):
+    """The watcher could not be started (e.g. the system's limit on inotify watches is reached)."""
+
+
+class BinaryFileError(MemSearchError):
+    """A file with a markdown name holds binary data (a NUL byte near the start)."""
+
+
+class FileTooLargeError(MemSearchError):
+    """A markdown file is larger than ``MAX_MARKDOWN_BYTES``."""
+
+
+class NotARegularFileError(MemSearchError):
+    """The path is a FIFO, socket or device: reading it could block forever."""
+
+
+# --- Transcripts (``memsearch transcript``) ----------------------------------------------------------
+
+
+class TranscriptError(MemSearchError):
+    """A transcript could not be shown (missing file, unknown turn or session)."""
+
+
+class TranscriptNotFoundError(TranscriptError, FileNotFoundError):
+    """The transcript path does not exist or is not a file."""
+
+
+class TranscriptReadError(TranscriptError, OSError):
+    """The transcript exists but cannot be read (permissions, I/O error, corrupt database)."""
+
+
+class TurnNotFoundError(TranscriptError, LookupError):
+    """``--turn`` matched no turn; showing everything instead would hide the mistake."""
+
+
+class OpenCodeSessionError(TranscriptError, LookupError):
+    """An OpenCode database needs ``--session`` (several sessions), or the session is not in it."""
+
+
+class SessionNotApplicableError(TranscriptError, ValueError):
+    """``--session`` was given for a JSONL transcript, which holds exactly one session."""
+
+    exit_code = 2  # wrong usage, like Click's usage errors
+
+
+# --- Embeddings --------------------------------------------------------------------------------------
+
+
+class InvalidBatchSizeError(EmbeddingError, ValueError):
+    """``batch_size`` is below 1 (a ``ValueError`` for compatibility)."""

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.chunker import Heading, find_headings, split_lines
-from memsearch.errors import InvalidChunkHashError, MemSearchError, SourceFileNotFoundError
+from memsearch.errors import (
+    InvalidChunkHashError,
+    InvalidExpandOptionError,
+    SourceFileNotFoundError,
+    SourceReadError,
+    StaleChunkError,
+)
 from memsearch.scanner import read_markdown
 
 __all__ = [
@@ -40,18 +46,6 @@ __all__ = [
 _HEX = frozenset("0123456789abcdef")
 _MAX_HASH_LEN = 64  # a full SHA-256; stored chunk hashes are the first 16 hex digits of one
 _COMMENT_RE = re.compile(r"<!--(.*?)-->", re.DOTALL)
-
-
-class StaleChunkError(MemSearchError):
-    """The chunk's lines are no longer in its source file (the file shrank since indexing)."""
-
-
-class SourceReadError(MemSearchError):
-    """The chunk's source file exists but cannot be read."""
-
-
-class InvalidExpandOptionError(MemSearchError, ValueError):
-    """An expand option has an impossible value (negative context)."""
 
 
 # --- chunk hashes ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding
-from memsearch.errors import EmbeddingError, MemSearchError
+from memsearch.errors import EmbeddingError, IndexingError, MemSearchError
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
 if TYPE_CHECKING:
@@ -397,7 +397,8 @@ class Indexer:
         report = await indexer.index()
         self.settings = replace(self.settings, model=indexer.settings.model)
         if report.failed_files:
-            raise IndexingError(report.failed_files[0])
+            failure = report.failed_files[0]
+            raise IndexingError(f"could not index {failure.path}: {failure.error}")
         return report.indexed_chunks
 
     def forget(self, sources: Iterable[str]) -> None:
@@ -518,14 +519,6 @@ class Indexer:
                 deleted += len(w.stale)
             manifest.files[w.source] = w.entry
         return deleted
-
-
-class IndexingError(MemSearchError):
-    """A single-file index (``index_file``) failed; the message names the file and reason."""
-
-    def __init__(self, failure: IndexFailure) -> None:
-        super().__init__(f"could not index {failure.path}: {failure.error}")
-        self.failure = failure
 
 
 def _entry_matches(manifest: Manifest, f: ScannedFile) -> bool:

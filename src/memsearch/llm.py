@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from memsearch.config import LLM_DEFAULT_MODELS, resolve_env_ref
 from memsearch.embeddings.base import CONNECT_TIMEOUT, SERVER_FAILED_HINT, ApiErrors, ServiceWording
-from memsearch.errors import MemSearchError
+from memsearch.errors import (
+    EmptySummaryError,
+    LLMAPIError,
+    LLMError,
+    MissingLLMKeyError,
+    UnknownLLMProviderError,
+)
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -60,26 +66,6 @@ PLACEHOLDER_KEY = "memsearch-no-key"
 
 
 # --- errors -------------------------------------------------------------------------------------
-
-
-class LLMError(MemSearchError):
-    """Any failure to get text from an LLM."""
-
-
-class UnknownLLMProviderError(LLMError, ValueError):
-    """The provider type (or named provider) is unknown; the message lists what is valid."""
-
-
-class MissingLLMKeyError(LLMError):
-    """The vendor's endpoint needs an API key and none was configured."""
-
-
-class LLMAPIError(LLMError):
-    """The endpoint failed: unreachable, too slow, rejected the request or key, or answered nonsense."""
-
-
-class EmptySummaryError(LLMError):
-    """The LLM answered with no text, so there is nothing to write."""
 
 
 #: How LLM endpoints' failures are worded (the REST helper ``post_json`` and the openai SDK

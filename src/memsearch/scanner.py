@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsearch.errors import ConfigValueError, MemSearchError
+from memsearch.errors import (
+    BinaryFileError,
+    ConfigValueError,
+    FileTooLargeError,
+    NotARegularFileError,
+)
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -61,18 +66,6 @@ PathLike = str | os.PathLike[str]
 
 
 # --- errors ---------------------------------------------------------------------------------
-
-
-class BinaryFileError(MemSearchError):
-    """A file with a markdown name holds binary data (a NUL byte near the start)."""
-
-
-class FileTooLargeError(MemSearchError):
-    """A markdown file is larger than ``MAX_MARKDOWN_BYTES``."""
-
-
-class NotARegularFileError(MemSearchError):
-    """The path is a FIFO, socket or device: reading it could block forever."""
 
 
 # --- data -----------------------------------------------------------------------------------

@@ -33,7 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsearch.errors import MemSearchError, UnknownTranscriptFormatError
+from memsearch.errors import (
+    OpenCodeSessionError,
+    SessionNotApplicableError,
+    TranscriptError,
+    TranscriptNotFoundError,
+    TranscriptReadError,
+    TurnNotFoundError,
+    UnknownTranscriptFormatError,
+)
 
 __all__ = [
     "FORMATS",
@@ -80,32 +88,6 @@ _TRUNCATED = " …[truncated]"
 
 
 # --- errors ---------------------------------------------------------------------------------
-
-
-class TranscriptError(MemSearchError):
-    """A transcript could not be shown (missing file, unknown turn or session)."""
-
-
-class TranscriptNotFoundError(TranscriptError, FileNotFoundError):
-    """The transcript path does not exist or is not a file."""
-
-
-class TranscriptReadError(TranscriptError, OSError):
-    """The transcript exists but cannot be read (permissions, I/O error, corrupt database)."""
-
-
-class TurnNotFoundError(TranscriptError, LookupError):
-    """``--turn`` matched no turn; showing everything instead would hide the mistake."""
-
-
-class OpenCodeSessionError(TranscriptError, LookupError):
-    """An OpenCode database needs ``--session`` (several sessions), or the session is not in it."""
-
-
-class SessionNotApplicableError(TranscriptError, ValueError):
-    """``--session`` was given for a JSONL transcript, which holds exactly one session."""
-
-    exit_code = 2  # wrong usage, like Click's usage errors
 
 
 # --- model ----------------------------------------------------------------------------------

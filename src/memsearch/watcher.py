@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from memsearch.errors import ConfigValueError, MemSearchError, SourceFileNotFoundError
+from memsearch.errors import ConfigValueError, SourceFileNotFoundError, WatcherError
 from memsearch.scanner import DEFAULT_EXTENSIONS, should_index_path, validate_ignore_files
 
 if TYPE_CHECKING:
@@ -74,10 +74,6 @@ OnEvent = Callable[[str, str, Path], None]
 OnError = Callable[[str, BaseException, Path], None]
 #: What a :class:`FileWatcher` calls for each debounced event; may return an awaitable.
 Callback = Callable[["WatchEvent"], "Awaitable[Any] | None"]
-
-
-class WatcherError(MemSearchError):
-    """The watcher could not be started (e.g. the system's limit on inotify watches is reached)."""
 
 
 @dataclass(frozen=True)

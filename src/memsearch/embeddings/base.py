@@ -20,7 +20,13 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from memsearch.errors import EmbeddingAPIError, EmbeddingError, MemSearchError, MissingAPIKeyError
+from memsearch.errors import (
+    EmbeddingAPIError,
+    EmbeddingError,
+    InvalidBatchSizeError,
+    MemSearchError,
+    MissingAPIKeyError,
+)
 
 T = TypeVar("T")
 
@@ -28,10 +34,6 @@ T = TypeVar("T")
 CONNECT_TIMEOUT = 5.0
 #: Pause before the single retry of a transient failure (HTTP 429/5xx, reset connection).
 RETRY_DELAY = 0.3
-
-
-class InvalidBatchSizeError(EmbeddingError, ValueError):
-    """``batch_size`` is below 1 (a ``ValueError`` for compatibility)."""
 
 
 def check_batch_size(size: int) -> int:

@@ -24,16 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsearch.errors import ConfigError
+from memsearch.errors import CodexAppError
 
 __all__ = ["CodexApp", "CodexAppError", "HookStatus", "codex_executable", "our_hooks", "trust_our_hooks"]
 
 #: Seconds one app-server request may take (it answers in well under one on a laptop).
 REQUEST_TIMEOUT = 20.0
-
-
-class CodexAppError(ConfigError):
-    """``codex app-server`` could not be started or did not answer as expected."""
 
 
 @dataclass(frozen=True)

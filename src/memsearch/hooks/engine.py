@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memsearch.errors import MemSearchError
+from memsearch.errors import HookUsageError, MemSearchError
 from memsearch.hooks.base import DISABLE_ENV, HookContext, HookInput, Platform, Reply
 
 __all__ = [
@@ -52,12 +52,6 @@ EVENT_ALIASES: dict[str, str] = {
     "stop": "stop",
     "sessionend": "session-end",
 }
-
-
-class HookUsageError(MemSearchError):
-    """A shim asked for a platform or event that does not exist (a broken plugin install)."""
-
-    exit_code = 2
 
 
 def disabled(env: Mapping[str, str] | None = None) -> bool:
