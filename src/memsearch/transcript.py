@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsearch.errors import (
     OpenCodeSessionError,
@@ -42,6 +42,9 @@ from memsearch.errors import (
     TurnNotFoundError,
     UnknownTranscriptFormatError,
 )
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = [
     "FORMATS",
@@ -777,6 +780,14 @@ def _zstd_decompress(data: bytes) -> bytes:
     return zstd.decompress(data)
 
 
+def _choose_session(src: _Source, con: sqlite3.Connection, newest_first: str, what: str) -> str | None:
+    """The session of a host database to show (``newest_first`` lists its ids, newest first),
+    recorded on ``src`` for the caller's header; None for an empty database."""
+    session = _pick_session(src, [str(row[0]) for row in con.execute(newest_first)], what)
+    src.session_shown = session
+    return session
+
+
 def _pick_session(src: _Source, sessions: list[str], what: str) -> str | None:
     """The session to show: the one asked for (exact or unique prefix), or the only one there is."""
     recent = ", ".join(sessions[:5]) + (", ..." if len(sessions) > 5 else "")
@@ -817,15 +828,11 @@ def _parse_openclaw_db(src: _Source) -> list[Turn]:
     except sqlite3.Error as exc:
         raise TranscriptReadError(f"cannot open OpenClaw database {src.path}: {exc}") from exc
     try:
-        sessions = [
-            str(r[0])
-            for r in con.execute(
-                f"SELECT session_id, MAX(created_at) AS t FROM {_OPENCLAW_EVENTS} GROUP BY session_id "
-                "ORDER BY t DESC, session_id"
-            )
-        ]
-        session = _pick_session(src, sessions, "OpenClaw")
-        src.session_shown = session
+        newest_first = (
+            f"SELECT session_id, MAX(created_at) AS t FROM {_OPENCLAW_EVENTS} GROUP BY session_id "
+            "ORDER BY t DESC, session_id"
+        )
+        session = _choose_session(src, con, newest_first, "OpenClaw")
         if session is None:
             return []
         rows = con.execute(
@@ -914,15 +921,11 @@ def _parse_opencode(src: _Source) -> list[Turn]:
         if not {"message", "part"} <= tables:
             raise _unknown_format(src.path, f"{src.path} is a SQLite database without OpenCode's tables")
         try:
-            sessions = [
-                str(r[0])
-                for r in con.execute(
-                    "SELECT session_id, MAX(time_created) AS t FROM message GROUP BY session_id "
-                    "ORDER BY t DESC, session_id"
-                )
-            ]
-            session = _pick_session(src, sessions, "OpenCode")
-            src.session_shown = session
+            newest_first = (
+                "SELECT session_id, MAX(time_created) AS t FROM message GROUP BY session_id "
+                "ORDER BY t DESC, session_id"
+            )
+            session = _choose_session(src, con, newest_first, "OpenCode")
             if session is None:
                 return []
             messages_rows = con.execute(
