@@ -79,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         wait_for_service(uri, time.monotonic() + 900)
-        from memsearch.cli.options import open_memsearch
+        from memsearch.config import config_from_flags
+        from memsearch.memory import open_memory
+
+        cfg = config_from_flags({"milvus_uri": uri})
 
         journal = sorted(memory.glob("*.md"))[len(list(memory.glob("*.md"))) // 2]
         original = journal.read_text(encoding="utf-8")
@@ -115,11 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 next_edit += args.edit_every
             t0 = time.perf_counter()
-            _, ms = open_memsearch({"milvus_uri": uri})
-            try:
-                ms.search(queries[searches % len(queries)], top_k=5)
-            finally:
-                ms.close()
+            with open_memory(cfg) as routed:
+                routed.run(routed.search(queries[searches % len(queries)], top_k=5))
             latencies.append(time.perf_counter() - t0)
             searches += 1
             time.sleep(max(0.0, args.search_every - (time.perf_counter() - t0)))

@@ -99,6 +99,34 @@ def service(uri: str) -> Iterator[subprocess.Popen[str]]:
     assert not service_paths(uri).socket.exists()
 
 
+#: The memsearch modules a client may load: each imports only the standard library at module level.
+CLIENT_MODULES = {
+    "memsearch",
+    "memsearch.errors",
+    "memsearch.interface",
+    "memsearch.service",
+    "memsearch.service.client",
+    "memsearch.service.paths",
+    "memsearch.service.protocol",
+}
+
+
+def test_the_service_client_loads_only_the_standard_library() -> None:
+    """A routed command pays for the client alone: no third-party module, not the server, no asyncio."""
+    code = (
+        "import json, sys\nbefore = set(sys.modules)\nimport memsearch.service.client\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout)  # what the import added to a fresh interpreter
+    ours = {m for m in loaded if m == "memsearch" or m.startswith("memsearch.")}
+    others = [m for m in loaded if m not in ours and m.partition(".")[0] not in sys.stdlib_module_names]
+    assert others == []
+    assert ours == CLIENT_MODULES
+    assert "asyncio" not in loaded
+
+
 def test_results_are_identical_with_and_without_the_service(uri: str) -> None:
     direct = [search_json(uri, q) for q in QUERIES]
     proc = start_service(uri)

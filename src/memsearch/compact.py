@@ -31,7 +31,7 @@ from memsearch.prompts import load_prompt
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.core import MemSearch
+    from memsearch.interface import ChunkSource
 
 __all__ = [
     "CHUNK_SEPARATOR",
@@ -311,7 +311,7 @@ def normalize_source(source: str) -> str:
 
 
 async def compact_memory(
-    ms: MemSearch,
+    memory: ChunkSource,
     *,
     source: str | None = None,
     llm: LLMSettings | None = None,
@@ -320,20 +320,21 @@ async def compact_memory(
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     day: dt.date | None = None,
 ) -> CompactResult:
-    """Summarise ``ms``'s chunks (all, or ``source``: a file or every file under a folder) into
+    """Summarise ``memory``'s chunks (all, or ``source``: a file or every file under a folder) into
     ``<base_dir or CWD>/memory/<day>.md`` and index that file at once.
+
+    ``memory`` is any :class:`~memsearch.interface.ChunkSource`: a ``MemSearch``, or the memory
+    service's proxy (which reads the chunks and indexes the file in the service).
 
     Nothing is written when no chunk matches or the LLM answers with only whitespace; the result
     says which. ``day`` defaults to today's local date.
     """
-    from memsearch.store import source_prefix_filter
-
     # Everything that can be checked without the store or the network is checked first.
     template = check_template(prompt_template if prompt_template is not None else load_prompt("compact"))
     check_budget(token_budget)
     settings = (llm or LLMSettings()).check()
     wanted = normalize_source(source) if source else None
-    chunks = ms.store.query(filter_expr=source_prefix_filter(wanted) if wanted else "")
+    chunks = memory.query_chunks(wanted)
     selection = select_chunks(chunks, token_budget)
     result = CompactResult("", None, wanted, selection.total, selection.used, token_budget)
     if not selection.texts:
@@ -344,7 +345,7 @@ async def compact_memory(
     when = day or dt.date.today()
     path = append_section(daily_file(base_dir or Path.cwd(), when), summary, when)
     try:
-        indexed = await ms.index_file(path)
+        indexed = await memory.index_file(path)
     except MemSearchError as exc:
         exc.hint = f"The summary was saved to {path}; run `memsearch index` on it later. {exc.hint}".strip()
         raise

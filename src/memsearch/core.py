@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.interface import Memory
+
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.embeddings import EmbeddingProvider
@@ -30,8 +32,10 @@ DEFAULT_COLLECTION = "memsearch_chunks"
 RERANK_FACTOR = 3
 
 
-class MemSearch:
+class MemSearch(Memory):
     """Semantic memory over markdown files: index them, search them, expand a hit.
+
+    The local implementation of :class:`memsearch.interface.Memory`: this process opens the store.
 
     >>> ms = MemSearch(["./memory"])            # doctest: +SKIP
     >>> await ms.index()                         # doctest: +SKIP
@@ -334,6 +338,13 @@ class MemSearch:
             token_budget=DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget,
         )
         return result.summary
+
+    def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
+        """The stored rows of every chunk, or of those from the file or folder ``source`` (what
+        ``compact`` summarises). Opens the store for writing, as indexing the summary will."""
+        from memsearch.store import source_prefix_filter
+
+        return self.store.query(filter_expr=source_prefix_filter(source) if source else "")
 
     def forget_manifest(self) -> None:
         """Drop the no-change manifest of this store (after ``reset``)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,3 +148,45 @@ def record_error(
     if "last_success_at" in previous:
         record["last_success_at"] = previous["last_success_at"]
     _write(path, record)
+
+
+@dataclass(frozen=True)
+class IndexRun:
+    """One run of ``operation`` over ``paths``, recorded in the state file at ``path`` (None: none).
+
+    The one way the CLI, the watch and the hooks record a run: :meth:`started`, then :meth:`finished`
+    with its report or :meth:`failed` with the error; :meth:`record` does all three around a call.
+    """
+
+    path: Path | None
+    operation: str
+    paths: Sequence[str]
+    cfg: MemSearchConfig
+
+    @classmethod
+    def of(
+        cls, operation: str, paths: Sequence[str], cfg: MemSearchConfig, *, memsearch_dir: str | None = None
+    ) -> IndexRun:
+        """A run whose state file is found from ``paths`` (see :func:`state_path_for`)."""
+        return cls(state_path_for(paths, memsearch_dir=memsearch_dir), operation, tuple(paths), cfg)
+
+    def started(self) -> None:
+        record_started(self.path, self.operation, self.paths, self.cfg)
+
+    def finished(self, report: IndexReport) -> None:
+        record_report(self.path, self.operation, self.paths, self.cfg, report)
+
+    def failed(self, exc: BaseException) -> None:
+        record_error(self.path, self.operation, self.paths, self.cfg, exc)
+
+    def record(self, work: Callable[[], IndexReport]) -> IndexReport:
+        """Run ``work`` with the run recorded: started first, then its report or its error (which
+        is re-raised)."""
+        self.started()
+        try:
+            report = work()
+        except Exception as exc:
+            self.failed(exc)
+            raise
+        self.finished(report)
+        return report

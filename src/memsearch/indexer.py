@@ -21,7 +21,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +79,14 @@ class IndexReport:
     @property
     def status(self) -> str:
         return "degraded" if self.failed_files else "ok"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IndexReport:
+        """A report from its ``dataclasses.asdict`` form (what the memory service sends)."""
+        fields = dict(data)
+        fields["failed_files"] = tuple(IndexFailure(**f) for f in fields.get("failed_files", ()))
+        fields["warnings"] = tuple(fields.get("warnings", ()))
+        return cls(**fields)
 
 
 def format_error(exc: BaseException, limit: int = 2000) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, open_memsearch, resolve
+from memsearch.cli.options import common_options, resolve
 
 
 @click.command("compact")
@@ -61,6 +61,7 @@ def compact(
     """Summarise indexed chunks into a memory file with an LLM."""
     from memsearch.compact import DEFAULT_TOKEN_BUDGET, compact_memory, compact_template
     from memsearch.llm import EmptySummaryError, LLMSettings
+    from memsearch.memory import open_memory
 
     cfg = resolve(flags)
     llm = LLMSettings.for_compact(cfg).check()
@@ -68,15 +69,17 @@ def compact(
     budget = DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
     # Through the memory service when one runs (it reads the chunks and indexes the new file);
     # the LLM is called from this process, with this process's keys and environment.
-    _, ms = open_memsearch(flags, cfg=cfg)
-    try:
+    with open_memory(cfg) as memory:
         result = asyncio.run(
             compact_memory(
-                ms, source=source, llm=llm, prompt_template=template, base_dir=output_dir, token_budget=budget
+                memory,
+                source=source,
+                llm=llm,
+                prompt_template=template,
+                base_dir=output_dir,
+                token_budget=budget,
             )
         )
-    finally:
-        ms.close()
     if result.empty_answer:
         raise EmptySummaryError(
             f"The LLM returned an empty summary of {result.chunks_used} chunks; nothing was written.",

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, echo_json, open_memsearch
+from memsearch.cli.options import common_options, echo_json, resolve
 
 
 @click.command("expand")
@@ -27,11 +27,10 @@ from memsearch.cli.options import common_options, echo_json, open_memsearch
 @click.option("--json-output", "-j", is_flag=True, help="Print as JSON.")
 def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool, **flags: Any) -> None:
     """Show the full section around a chunk (CHUNK_HASH from `memsearch search`)."""
-    _, ms = open_memsearch(flags)
-    try:
-        result = ms.expand(chunk_hash, section=section, context_lines=lines)
-    finally:
-        ms.close()
+    from memsearch.memory import open_memory
+
+    with open_memory(resolve(flags)) as memory:
+        result = memory.expand(chunk_hash, section=section, context_lines=lines)
     if result.warning:
         click.echo(f"Warning: {result.warning}", err=True)
     if json_output:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, indexing_options, open_memsearch, resolved
+from memsearch.cli.options import common_options, indexing_options, resolve
 from memsearch.errors import IndexingFailedError
 
 
@@ -22,21 +22,15 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     Only changed files are re-embedded; an unchanged folder returns at once. Exits 1 when any file
     could not be indexed (each is listed on stderr with the reason).
     """
-    from memsearch.index_state import record_report, record_started, state_path_for
+    from memsearch.index_state import IndexRun
+    from memsearch.memory import open_memory
 
-    state = state_path_for(paths)
-    cfg, ms = open_memsearch(flags, list(paths), description=description or "")
-    record_started(state, "index", paths, cfg)
-    try:
-        report = resolved(ms.index_with_report(force=force, progress=_progress_bar()))
-    except Exception as exc:
-        from memsearch.index_state import record_error
-
-        record_error(state, "index", paths, cfg, exc)
-        raise
-    finally:
-        ms.close()
-    record_report(state, "index", paths, cfg, report)
+    cfg = resolve(flags)
+    with open_memory(cfg, paths, description=description or "") as memory:
+        run = IndexRun.of("index", paths, cfg)
+        report = run.record(
+            lambda: memory.run(memory.index_with_report(force=force, progress=_progress_bar()))
+        )
     for warning in report.warnings:
         click.echo(f"Warning: {warning}", err=True)
     click.echo(f"Indexed {report.indexed_chunks} chunks.")

@@ -1,19 +1,19 @@
-"""Option sets shared by commands, and the one path from flags to a configured ``MemSearch``.
+"""Option sets shared by commands, and the one path from flags to a resolved configuration.
 
 Flag names and their config keys live in one table (``memsearch.config.FLAG_KEYS``); this module
-only declares the Click options and hands their values to the config layer.
+only declares the Click options and hands their values to the config layer. Commands then get their
+memory from ``memsearch.memory.open_memory``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.core import MemSearch
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,40 +99,6 @@ def resolve(flags: dict[str, Any]) -> MemSearchConfig:
     from memsearch.config import config_from_flags
 
     return config_from_flags(flags)
-
-
-def open_memsearch(
-    flags: dict[str, Any],
-    paths: Sequence[str] | None = None,
-    *,
-    cfg: MemSearchConfig | None = None,
-    **extra: Any,
-) -> tuple[MemSearchConfig, MemSearch]:
-    """Resolve config from flags; return the memory service's proxy when one is running for the
-    store, else a ``MemSearch`` that opens the store directly. Both answer the same methods with
-    the same results, so commands do not care which they got.
-    """
-    from memsearch.core import config_kwargs
-    from memsearch.service import RemoteMemSearch, connect
-
-    cfg = cfg or resolve(flags)  # a command that already resolved its config passes it in
-    settings = {**config_kwargs(cfg), **extra}
-    client = connect(cfg.milvus.uri)
-    if client is not None:
-        return cfg, cast("MemSearch", RemoteMemSearch(client, settings, paths or ()))
-    from memsearch.core import MemSearch
-
-    return cfg, MemSearch(paths, **settings)
-
-
-def resolved(result: Any) -> Any:
-    """The value of an engine call: awaited when it is a coroutine (direct ``MemSearch``), as is
-    when the memory service's proxy already returned it (so routed commands skip asyncio)."""
-    if hasattr(result, "__await__"):
-        import asyncio
-
-        return asyncio.run(result)
-    return result
 
 
 def echo_json(data: Any) -> None:

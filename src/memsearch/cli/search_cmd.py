@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, echo_json, open_memsearch, resolved
+from memsearch.cli.options import common_options, echo_json, resolve
 from memsearch.service import MAX_TOP_K  # the service refuses more (a huge top_k cost gigabytes)
 
 #: Plain output shows this many characters of a chunk, then points at ``expand``.
@@ -33,11 +33,10 @@ PREVIEW_CHARS = 500
 @click.option("--json-output", "-j", is_flag=True, help="Print results as JSON.")
 def search(query: str, top_k: int, source_prefix: str | None, json_output: bool, **flags: Any) -> None:
     """Search indexed memory for QUERY."""
-    _, ms = open_memsearch(flags)
-    try:
-        results = resolved(ms.search(query, top_k=top_k, source_prefix=source_prefix))
-    finally:
-        ms.close()
+    from memsearch.memory import open_memory
+
+    with open_memory(resolve(flags)) as memory:
+        results = memory.run(memory.search(query, top_k=top_k, source_prefix=source_prefix))
     if json_output:
         echo_json(results)
         return

@@ -6,18 +6,17 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import open_memsearch, store_options
+from memsearch.cli.options import resolve, store_options
 
 
 @click.command("stats")
 @store_options
 def stats(**flags: Any) -> None:
     """Show statistics about the index."""
-    _, ms = open_memsearch(flags)
-    try:
-        click.echo(f"Total indexed chunks: {ms.count()}")
-    finally:
-        ms.close()
+    from memsearch.memory import open_memory
+
+    with open_memory(resolve(flags)) as memory:
+        click.echo(f"Total indexed chunks: {memory.count()}")
 
 
 @click.command("reset")
@@ -33,11 +32,10 @@ def reset(yes: bool, **flags: Any) -> None:
     """Drop all indexed data (the markdown files are not touched)."""
     if not yes:
         _confirm("This will delete all indexed data. Continue?")
-    _, ms = open_memsearch(flags)
-    try:
-        ms.reset()
-    finally:
-        ms.close()
+    from memsearch.memory import open_memory
+
+    with open_memory(resolve(flags)) as memory:
+        memory.reset()
     click.echo("Dropped collection.")
 
 

@@ -20,6 +20,7 @@ from memsearch.cli.options import common_options, indexing_options, resolve
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
+    from memsearch.index_state import IndexRun
     from memsearch.watcher import OnError
 
 #: The signals that stop the watcher; SIGTERM is what service managers and `kill` send.
@@ -56,10 +57,10 @@ def watch(paths: tuple[str, ...], description: str | None, users_file: Path | No
     watch is added to it for as long as this command runs.
     """
     from memsearch.core import config_kwargs
-    from memsearch.index_state import record_started, state_path_for
+    from memsearch.index_state import IndexRun
 
-    state = state_path_for(paths)
     cfg = resolve(flags)
+    run = IndexRun.of("watch", paths, cfg)
     settings = {
         **config_kwargs(cfg),
         "description": description or "",
@@ -72,11 +73,11 @@ def watch(paths: tuple[str, ...], description: str | None, users_file: Path | No
         raise KeyboardInterrupt
 
     previous = {sig: signal.signal(sig, interrupt) for sig in STOP_SIGNALS}
-    session = _Session(state, cfg, paths)
+    session = _Session(run)
     if users_file is not None:
         _stop_when_unused(users_file)
     try:
-        record_started(state, "watch", paths, cfg)
+        run.started()
         while True:  # if the serving process goes away, take over (or join the next one)
             _watch_once(cfg.milvus.uri, settings, cfg.watch.debounce_ms, session)
     except KeyboardInterrupt:
@@ -144,21 +145,18 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
 class _Session:
     """Prints what the service streams for this watch, and keeps ``.index-state.json`` current."""
 
-    def __init__(self, state: Path | None, cfg: MemSearchConfig, paths: tuple[str, ...]) -> None:
-        self.state = state
-        self.cfg = cfg
-        self.paths = paths
+    def __init__(self, run: IndexRun) -> None:
+        self.run = run
+        self.paths = run.paths
         self.started = False
-        self.on_error = _error_recorder(state, cfg)
+        self.on_error = _error_recorder(run.path, run.cfg)
 
     def on_message(self, message: dict[str, Any]) -> None:
         from memsearch.service import error_from_payload
 
         if message.get("ok") is False:
-            from memsearch.index_state import record_error
-
             exc = error_from_payload(message.get("error") or {})
-            record_error(self.state, "watch", self.paths, self.cfg, exc)
+            self.run.failed(exc)
             raise exc
         if message.get("ok") and not self.started:
             self._initial_report(message.get("result") or {})
@@ -174,13 +172,10 @@ class _Session:
             click.echo(message["summary"])
 
     def _initial_report(self, data: dict[str, Any]) -> None:
-        from memsearch.index_state import record_report
-        from memsearch.indexer import IndexFailure, IndexReport
+        from memsearch.indexer import IndexReport
 
-        data["failed_files"] = tuple(IndexFailure(**f) for f in data.get("failed_files", ()))
-        data["warnings"] = tuple(data.get("warnings", ()))
-        report = IndexReport(**data)
-        record_report(self.state, "watch", self.paths, self.cfg, report)
+        report = IndexReport.from_dict(data)
+        self.run.finished(report)
         for warning in report.warnings:
             click.echo(f"Warning: {warning}", err=True)
         for failure in report.failed_files:

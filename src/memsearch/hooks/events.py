@@ -23,6 +23,8 @@ from memsearch.hooks.summarize import log, summarize_capture
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
+    from memsearch.indexer import IndexReport
+    from memsearch.interface import Memory
 
 __all__ = [
     "EVENTS",
@@ -166,24 +168,18 @@ def engine_settings(ctx: HookContext) -> dict[str, Any]:
     return {**config_kwargs(ctx.config), "description": ctx.description()}
 
 
+def open_project_memory(ctx: HookContext, *, service: bool = True) -> Memory:
+    """This project's memory (its memory folder, with the watch's settings): through the memory
+    service when one runs, else opened here (``memsearch.memory.open_memory`` decides)."""
+    from memsearch.memory import open_memory
+
+    return open_memory(ctx.config, [str(ctx.memory_dir)], service=service, description=ctx.description())
+
+
 def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, Any]]:
     """Search this project's collection, through the memory service when one runs."""
-    import asyncio
-
-    from memsearch.core import MemSearch
-    from memsearch.service import RemoteMemSearch, connect
-
-    settings = engine_settings(ctx)
-    paths = [str(ctx.memory_dir)]
-    client = connect(ctx.config.milvus.uri)
-    if client is not None:
-        return RemoteMemSearch(client, settings, paths).search(query, top_k=top_k)
-    ms = MemSearch(paths, **settings)
-    try:
-        hits: list[dict[str, Any]] = asyncio.run(ms.search(query, top_k=top_k))
-    finally:
-        ms.close()
-    return hits
+    with open_project_memory(ctx) as memory:
+        return memory.run(memory.search(query, top_k=top_k))
 
 
 def _format_hits(ctx: HookContext, hits: list[dict[str, Any]]) -> str:
@@ -229,45 +225,39 @@ def index_memory(ctx: HookContext) -> None:
     Failures are reported on stderr and in ``.index-state.json``, never raised: the journal entry is
     already on disk and the next index (or the watch) picks it up.
     """
-    from memsearch.core import MemSearch
-    from memsearch.index_state import record_error, record_report, record_started, state_path_for
-    from memsearch.service import RemoteMemSearch, ServiceError, connect
+    from memsearch.index_state import IndexRun
 
     paths = [str(ctx.memory_dir)]
     try:
-        cfg = ctx.config
-        settings = engine_settings(ctx)
+        run = IndexRun.of("index", paths, ctx.config, memsearch_dir=str(ctx.memsearch_dir))
+        ctx.description()
     except Exception as exc:
         log(f"not indexed: {type(exc).__name__}: {exc}")
         return
-    state = state_path_for(paths, memsearch_dir=str(ctx.memsearch_dir))
-    record_started(state, "index", paths, cfg)
     try:
-        client = connect(cfg.milvus.uri)
-        if client is not None:
-            try:
-                report = RemoteMemSearch(client, settings, paths).index_with_report()
-            except ServiceError as exc:  # it went away mid-request: open the store ourselves
-                log(f"memory service unavailable ({exc.one_line()}); indexing directly")
-                client = None
-        if client is None:
-            import asyncio
-
-            ms = MemSearch(paths, **settings)
-            try:
-                report = asyncio.run(ms.index_with_report())
-            finally:
-                ms.close()
+        report = run.record(lambda: _index_report(ctx))
     except Exception as exc:  # a failed index must never lose or undo the journal entry
         from memsearch.errors import MemSearchError
 
         detail = exc.one_line() if isinstance(exc, MemSearchError) else f"{type(exc).__name__}: {exc}"
         log(f"journal entry saved but not indexed: {detail}")
-        record_error(state, "index", paths, cfg, exc)
         return
-    record_report(state, "index", paths, cfg, report)
     for failure in report.failed_files:
         log(f"not indexed: {failure.path}: {failure.error}")
+
+
+def _index_report(ctx: HookContext) -> IndexReport:
+    """Index the memory folder through the memory service, or, when there is none or it goes away
+    mid-request, in this process (only the service raises ``ServiceError``)."""
+    from memsearch.errors import ServiceError
+
+    with open_project_memory(ctx) as memory:
+        try:
+            return memory.run(memory.index_with_report())
+        except ServiceError as exc:
+            log(f"memory service unavailable ({exc.one_line()}); indexing directly")
+    with open_project_memory(ctx, service=False) as memory:
+        return memory.run(memory.index_with_report())
 
 
 def finish_capture(ctx: HookContext, capture: Capture) -> journal.AppendResult:

@@ -1,0 +1,379 @@
+"""The memory service's client: find a store's service, send it requests, and :class:`ServiceMemory`,
+the ``Memory`` it answers.
+
+Standard library only (a test checks it in a fresh process), so a routed ``memsearch search`` never
+loads pymilvus or onnxruntime, nor asyncio. A client gives up on a silent service after
+:func:`client_timeout` seconds, and checks that the process at the other end of the socket runs as
+us before it sends anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import stat
+import sys
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memsearch.errors import (
+    ServiceError,
+    ServicePeerError,
+    ServiceRequestError,
+    ServiceTimeoutError,
+    ServiceUnavailableError,
+)
+from memsearch.interface import Memory
+from memsearch.service.paths import (
+    ServicePaths,
+    clean_stale,
+    file_kind,
+    lock_is_held,
+    read_info,
+    run_dirs_problem,
+    service_paths,
+)
+from memsearch.service.protocol import (
+    MAX_REQUEST_BYTES,
+    Lines,
+    decode_message,
+    encode,
+    error_from_payload,
+    peer_credentials,
+)
+
+if TYPE_CHECKING:
+    from memsearch.expand import Expansion
+    from memsearch.indexer import IndexReport, Progress
+
+T = TypeVar("T")
+
+#: Set to 1 to make every command open the store directly, even when a service is running.
+NO_SERVICE_ENV = "MEMSEARCH_NO_SERVICE"
+#: Seconds a client waits for the first (and each next) byte from the service before giving up.
+TIMEOUT_ENV = "MEMSEARCH_SERVICE_TIMEOUT"
+DEFAULT_CLIENT_TIMEOUT = 5.0
+#: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
+_MAX_SOCKET_PATH = 100
+CONNECT_TIMEOUT = 2.0
+
+
+def client_timeout() -> float:
+    """How long a client waits for the service to say anything (``MEMSEARCH_SERVICE_TIMEOUT``).
+
+    The service answers within milliseconds, or sends a heartbeat every second while it works; a
+    silent service is stopped (SIGSTOP) or hung, and waiting longer would only hang the agent.
+    """
+    raw = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        value = float(raw) if raw.strip() else DEFAULT_CLIENT_TIMEOUT
+    except ValueError:
+        return DEFAULT_CLIENT_TIMEOUT
+    return value if value > 0 else DEFAULT_CLIENT_TIMEOUT
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A client-side warning on stderr, at most once per process (commands then run directly)."""
+    if message not in _warned:
+        _warned.add(message)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"Warning: {message}\n")
+            sys.stderr.flush()
+
+
+def _process_state(pid: object) -> str:
+    """The kernel's one-letter state of ``pid`` ('T' = stopped), or '' when unknown."""
+    try:
+        text = Path(f"/proc/{int(str(pid))}/stat").read_text()
+    except (OSError, ValueError):
+        return ""
+    fields = text.rpartition(")")[2].split()
+    return fields[0] if fields else ""
+
+
+# --- client ---------------------------------------------------------------------------------
+
+
+class ServiceClient:
+    """Sends requests to the service of one store over its Unix socket."""
+
+    def __init__(self, paths: ServicePaths) -> None:
+        self.paths = paths
+
+    def _describe(self) -> str:
+        pid = read_info(self.paths).get("pid")
+        return f"the memsearch service for {self.paths.store}" + (f" (pid {pid})" if pid else "")
+
+    def _open(self) -> socket.socket:
+        """A connection to the service whose peer is verified to run as us."""
+        deadline = time.monotonic() + CONNECT_TIMEOUT
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(CONNECT_TIMEOUT)
+            try:
+                sock.connect(str(self.paths.socket))
+            except BlockingIOError:  # the listen backlog is full: a burst of clients; retry
+                sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+                continue
+            except OSError:
+                sock.close()
+                raise
+            try:
+                creds = peer_credentials(sock)
+            except OSError:
+                sock.close()
+                raise
+            if creds is not None and creds[1] != os.getuid():
+                sock.close()
+                raise ServicePeerError(
+                    f"the socket {self.paths.socket} is served by process {creds[0]} of uid "
+                    f"{creds[1]}, not by you (uid {os.getuid()}); nothing was sent to it",
+                    hint=f"find out who created it; remove {self.paths.socket.parent} "
+                    "and let memsearch recreate it",
+                )
+            return sock
+
+    def connection(self) -> socket.socket:
+        """:meth:`_open` with its failures as our errors."""
+        try:
+            return self._open()
+        except PermissionError as exc:  # e.g. Codex 0.171.0's read-only / workspace-write sandbox
+            raise ServiceUnavailableError(
+                f"not allowed to reach the memsearch service for {self.paths.store} ({exc})",
+                hint="a sandbox blocks its socket: run the command outside the sandbox, "
+                "or read the journal files directly",
+            ) from exc
+        except OSError as exc:
+            raise ServiceUnavailableError(
+                f"{self._describe()} is not answering ({exc})",
+                hint="run the command again (a stopping service is replaced or bypassed), "
+                "restart it with `memsearch serve`, or set MEMSEARCH_NO_SERVICE=1",
+            ) from exc
+
+    def request(
+        self, op: str, settings: dict[str, Any], args: dict[str, Any], *, timeout: float | None = None
+    ) -> Any:
+        """Send one request and return its result, re-raising the service's error as ours.
+
+        ``timeout`` (default :func:`client_timeout`) bounds each silence, not the whole request:
+        the service sends a heartbeat every second while it works, so a long ``index`` is fine
+        and a stopped service is noticed within the deadline.
+        """
+        data = encode({"op": op, "settings": settings, "args": args})
+        if len(data) > MAX_REQUEST_BYTES:
+            raise ServiceRequestError(
+                f"this request is {len(data):,} bytes; the memory service accepts at most "
+                f"{MAX_REQUEST_BYTES:,}",
+                hint="shorten the query or text, or set MEMSEARCH_NO_SERVICE=1 to run it directly",
+            )
+        wait = client_timeout() if timeout is None else timeout
+        with self.connection() as sock:
+            sock.settimeout(wait)
+            with contextlib.suppress(OSError):  # refused (busy) or died: its answer, if any, waits
+                sock.sendall(data)
+            reply = self._read_reply(sock, Lines(sock), wait)
+        if reply.get("ok"):
+            return reply.get("result")
+        raise error_from_payload(reply.get("error") or {})
+
+    def _read_reply(self, sock: socket.socket, lines: Lines, wait: float) -> dict[str, Any]:
+        """The next message that is not a heartbeat, or one of our errors."""
+        while True:
+            try:
+                line = lines.next_line()
+            except TimeoutError:
+                raise self._stuck(wait) from None
+            except OSError as exc:
+                raise self._gone(exc) from None
+            if line is None:
+                raise self._gone(None)
+            if not line.strip():
+                continue
+            message = decode_message(line)
+            if message is None:
+                raise ServiceError(
+                    f"{self._describe()} sent an answer that is not memsearch's protocol",
+                    hint="check what is listening on " + str(self.paths.socket),
+                )
+            if message.get("alive"):
+                continue
+            return message
+
+    def _stuck(self, wait: float) -> ServiceTimeoutError:
+        pid = read_info(self.paths).get("pid")
+        if pid is None:
+            hint = "stop the process serving it; commands then open the store themselves"
+        elif _process_state(pid) in ("T", "t"):
+            hint = f"it is stopped: resume it with `kill -CONT {pid}`, or end it with `kill {pid}`"
+        else:
+            hint = f"it may be hung: end it with `kill {pid}` (`kill -9 {pid}` if it stays)"
+        return ServiceTimeoutError(
+            f"{self._describe()} did not answer within {wait:g} s",
+            hint=hint + f"; {TIMEOUT_ENV} sets how long to wait",
+        )
+
+    def _gone(self, exc: OSError | None) -> ServiceUnavailableError:
+        detail = f" ({exc})" if exc else ""
+        return ServiceUnavailableError(
+            f"{self._describe()} closed the connection before answering{detail}",
+            hint="it probably stopped or crashed: run the command again "
+            "(without a service it opens the store itself); check the service's output",
+        )
+
+    def watch(
+        self, settings: dict[str, Any], args: dict[str, Any], on_message: Callable[[dict[str, Any]], None]
+    ) -> None:
+        """Ask the service to watch ``settings["paths"]`` and pass each message it streams back
+        to ``on_message`` until the service goes away. The watch lasts as long as this connection:
+        interrupt (Ctrl+C, SIGTERM) to end it. Until the service says it is watching, a silence
+        longer than :func:`client_timeout` is an error; after that, silence is normal.
+        """
+        wait = client_timeout()
+        with self.connection() as sock:
+            sock.settimeout(wait)
+            with contextlib.suppress(OSError):
+                sock.sendall(encode({"op": "watch", "settings": settings, "args": args}))
+            lines = Lines(sock)
+            while True:
+                message = self._read_reply(sock, lines, wait)
+                on_message(message)
+                if message.get("watching") or message.get("ok") is False:
+                    break
+            sock.settimeout(None)
+            while True:
+                try:
+                    line = lines.next_line()
+                except OSError:
+                    return
+                if line is None:
+                    return
+                update = decode_message(line) if line.strip() else None
+                if update is not None and not update.get("alive"):
+                    on_message(update)
+
+    def ping(self) -> dict[str, Any]:
+        result = self.request("ping", {}, {}, timeout=CONNECT_TIMEOUT)
+        return result if isinstance(result, dict) else {}
+
+
+def connect(uri: str) -> ServiceClient | None:
+    """A client for the service running for ``uri``, or None (then open the store directly).
+
+    Cheap: an ``lstat`` of the socket path and, when it exists, checks that the run folders are
+    private and ours, a non-blocking probe of the service's lock (held for the whole life of a
+    service, released by the kernel when it dies), and a connection that checks the listener's
+    uid. A socket left behind by a crashed service is removed here. Anything unsafe or broken is
+    reported once as a warning and the command runs directly.
+    """
+    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+        return None
+    paths = service_paths(uri)
+    try:
+        st = os.lstat(paths.socket)
+    except OSError:
+        return None
+    unsafe = run_dirs_problem(paths)
+    if unsafe is not None:
+        _warn_once(f"{unsafe.one_line()} (not using the memory service)")
+        return None
+    if not stat.S_ISSOCK(st.st_mode):
+        _warn_once(
+            f"{paths.socket} is {file_kind(st.st_mode)}, not the memory service's socket; "
+            "not using the service. Hint: remove it"
+        )
+        return None
+    try:
+        held = lock_is_held(paths.lock)
+    except OSError as exc:
+        _warn_once(
+            f"the memory service's lock file {paths.lock} cannot be used ({exc}); "
+            "not using the service. Hint: remove it"
+        )
+        return None
+    if not held:
+        clean_stale(paths)
+        return None
+    client = ServiceClient(paths)
+    try:
+        client._open().close()
+    except ServicePeerError as exc:
+        _warn_once(f"{exc.one_line()} (not using the memory service)")
+        return None
+    except OSError:
+        pass  # starting or stopping: the request itself says so, or takes over
+    return client
+
+
+class ServiceMemory(Memory):
+    """The :class:`~memsearch.interface.Memory` the store's memory service answers.
+
+    Each call is one request (its own connection, so there is nothing to close). Paths are made
+    absolute here, in the caller's working directory, before they are sent. The coroutines never
+    wait on anything (the request blocks, as a synchronous caller wants), so :meth:`run` drives them
+    without an event loop.
+    """
+
+    def __init__(self, client: ServiceClient, settings: dict[str, Any], paths: Sequence[str] = ()) -> None:
+        self._client = client
+        self._settings = settings
+        self._paths = [str(Path(p).expanduser().resolve()) for p in paths]
+
+    def _call(self, op: str, **args: Any) -> Any:
+        return self._client.request(op, {**self._settings, "paths": self._paths}, args)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one of this memory's coroutines: one step, as none of them ever suspends."""
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        coro.close()
+        raise RuntimeError("a ServiceMemory coroutine suspended; run it on an event loop instead")
+
+    async def search(
+        self, query: str, *, top_k: int = 10, source_prefix: str | None = None
+    ) -> list[dict[str, Any]]:
+        prefix = str(Path(source_prefix).expanduser().resolve()) if source_prefix else None
+        result: list[dict[str, Any]] = self._call("search", query=query, top_k=top_k, source_prefix=prefix)
+        return result
+
+    async def index_with_report(
+        self, *, force: bool = False, progress: Progress | None = None
+    ) -> IndexReport:
+        from memsearch.indexer import IndexReport
+
+        return IndexReport.from_dict(self._call("index", force=force))
+
+    async def index_file(self, path: str | Path) -> int:
+        return int(self._call("index_file", path=str(Path(path).expanduser().resolve())))
+
+    def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
+        from memsearch.store import source_prefix_filter
+
+        rows: list[dict[str, Any]] = self._call(
+            "query", filter_expr=source_prefix_filter(source) if source else ""
+        )
+        return rows
+
+    def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
+        from memsearch.expand import Anchor, Expansion
+
+        data = dict(self._call("expand", chunk_hash=chunk_hash, section=section, context_lines=context_lines))
+        anchor = data.pop("anchor", None)
+        return Expansion(**data, anchor=Anchor(**anchor) if anchor else None)
+
+    def count(self) -> int:
+        return int(self._call("count"))
+
+    def reset(self) -> None:
+        self._call("reset")

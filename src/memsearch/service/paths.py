@@ -1,0 +1,175 @@
+"""Where the memory service of a store lives: its run files, and the checks that keep them private.
+
+Files under ``<home>/run/``: ``<key>.sock`` (the socket), ``<key>.lock`` (held with ``flock`` by
+the serving process for its lifetime: one service per store, and released by the kernel even after
+``kill -9``), ``<key>.json`` (pid, store, socket, start time). The run folders must be real
+directories owned by us with mode 0700, never followed through a symlink: another local user must
+not be able to read queries or inject memories. Standard library only (the client uses it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from memsearch.errors import UnsafeRunDirError
+
+#: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
+_MAX_SOCKET_PATH = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class ServicePaths:
+    """The run files of the service of one store."""
+
+    store: str
+    socket: Path
+    lock: Path
+    info: Path
+
+
+def store_key(uri: str) -> str:
+    """The identity of a store: its resolved URI (a Lite path is made absolute)."""
+    from memsearch.uri import resolve_uri
+
+    return resolve_uri(uri).uri
+
+
+def service_paths(uri: str, home: Path | None = None) -> ServicePaths:
+    """Run-file locations for the service of the store at ``uri``."""
+    if home is None:
+        from memsearch.config import memsearch_home
+
+        home = memsearch_home()
+    store = store_key(uri)
+    key = hashlib.sha256(store.encode()).hexdigest()[:16]
+    run = home / "run"
+    sock = run / f"{key}.sock"
+    if len(str(sock)) > _MAX_SOCKET_PATH:  # a deep HOME: fall back to a short private dir
+        base = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/memsearch-{os.getuid()}")
+        sock = base / f"{key}.sock"
+    return ServicePaths(store, sock, run / f"{key}.lock", run / f"{key}.json")
+
+
+def _dir_problem(path: Path) -> str | None:
+    """Why ``path`` is not a safe run folder (None when it is one): it must be a real directory
+    (not a symlink), owned by us, with no group/other permissions. Uses ``lstat``: never follows
+    a link. Raises FileNotFoundError when it does not exist."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.getuid():
+        return f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})"
+    if st.st_mode & 0o077:
+        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700 (other users can reach it)"
+    return None
+
+
+def _unsafe_dir_error(path: Path, problem: str) -> UnsafeRunDirError:
+    if problem.startswith("has mode"):
+        hint = f"make it private with `chmod 700 {path}`"
+    else:
+        hint = f"remove it (`rm -rf {path}`) so memsearch can create a private one"
+    return UnsafeRunDirError(
+        f"refusing to use {path} for the memory service: it {problem}",
+        hint=hint + "; another user could otherwise read your queries or inject memories",
+    )
+
+
+def private_dir(path: Path) -> None:
+    """Create ``path`` with mode 0700 if it is missing, then insist it is a safe run folder."""
+    try:
+        problem = _dir_problem(path)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # a racing process may create it: checked below
+            os.mkdir(path, 0o700)
+            # mkdir applies the umask, which only removes bits; make sure we can use it ourselves.
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                os.fchmod(fd, 0o700)
+            finally:
+                os.close(fd)
+        problem = _dir_problem(path)
+    if problem is not None:
+        raise _unsafe_dir_error(path, problem)
+
+
+def run_dirs_problem(paths: ServicePaths) -> UnsafeRunDirError | None:
+    """For clients (which never create anything): the first unsafe run folder, or None."""
+    for folder in dict.fromkeys((paths.lock.parent, paths.socket.parent)):
+        try:
+            problem = _dir_problem(folder)
+        except OSError:
+            continue  # missing: nothing can be listening there
+        if problem is not None:
+            return _unsafe_dir_error(folder, problem)
+    return None
+
+
+def file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "a special file"
+
+
+def read_info(paths: ServicePaths) -> dict[str, Any]:
+    """The running service's info file (pid, store, socket), or {}."""
+    try:
+        fd = os.open(paths.info, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as fh:
+            data = json.loads(fh.read(65536))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def lock_is_held(lock: Path) -> bool:
+    """Whether some process holds the service lock (i.e. a service is alive).
+
+    Raises OSError when the lock path is not a regular file we can open (never follows a link).
+    """
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock we may just have taken
+    return False
+
+
+def clean_stale(paths: ServicePaths) -> bool:
+    """Remove the socket and info files of a service that died without cleaning up.
+
+    Returns True when something stale was removed. Never touches a live service's files, and
+    removes only a socket (not a directory or anything else found at the socket's path).
+    """
+    if lock_is_held(paths.lock):
+        return False
+    removed = False
+    for path, want in ((paths.socket, stat.S_ISSOCK), (paths.info, stat.S_ISREG)):
+        with contextlib.suppress(OSError):
+            if want(os.lstat(path).st_mode):
+                path.unlink()
+                removed = True
+    return removed

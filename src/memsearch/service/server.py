@@ -1,0 +1,494 @@
+"""The memory service itself: one warm process owns a store, its models and its watchers.
+
+Why: Milvus Lite lets one process open a database, so a running ``watch`` would block every
+``search``, and agent hooks that index or search in parallel would fail; every command would also
+pay the start-up (pymilvus import, model load). :class:`MemoryService` keeps all of that open and
+answers requests on the store's Unix socket. The engine is imported lazily, when the first request
+needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import socket
+import stat
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsearch.errors import (
+    MemSearchError,
+    ServiceBusyError,
+    ServiceError,
+    ServiceRequestError,
+    ServiceRunningError,
+    UnsafeRunDirError,
+)
+from memsearch.service.paths import file_kind, private_dir, read_info, service_paths
+from memsearch.service.protocol import (
+    MAX_REQUEST_BYTES,
+    Lines,
+    RequestTooLarge,
+    error_payload,
+    parse_request,
+    peer_credentials,
+    send,
+    too_large,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from memsearch.core import MemSearch
+    from memsearch.indexer import IndexReport
+
+logger = logging.getLogger("memsearch.service")
+
+#: Connections served at once (watch sessions included); more are answered "busy" and closed.
+MAX_CONNECTIONS = 64
+#: Seconds a connection has to send its (next) request line; then the service closes it.
+IDLE_TIMEOUT = 5.0
+#: While a request runs, the service sends ``{"alive": true}`` this often (seconds).
+HEARTBEAT_INTERVAL = 1.0
+
+
+def _settings_key(settings: dict[str, Any]) -> str:
+    return json.dumps(settings, sort_keys=True, default=str)
+
+
+class MemoryService:
+    """Owns the store, the models and the watchers of one store URI; answers on a Unix socket.
+
+    All engine work runs on one asyncio loop in a dedicated thread, so store and model access is
+    never concurrent with itself; connection handler threads only parse, wait and reply. One
+    ``MemSearch`` is kept per distinct settings (collection, model, ...), so projects sharing a
+    Lite database each get their own collection but share the process and the database lock.
+    """
+
+    def __init__(self, uri: str, *, home: Path | None = None) -> None:
+        self.uri = uri
+        self.paths = service_paths(uri, home)
+        self._instances: dict[str, MemSearch] = {}
+        self._instances_lock = threading.Lock()
+        self._index_lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._lock_fd: int | None = None
+        self._stopped = threading.Event()
+        self._stop_requested = threading.Event()
+        self._sessions: set[socket.socket] = set()
+        self._sessions_lock = threading.Lock()
+        self._listener: socket.socket | None = None
+        self._accept_thread: threading.Thread | None = None
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._beat = threading.local()  # the heartbeat of the request this thread serves
+        self.started_at = time.time()
+        self.ready = False
+        self._ops: dict[str, Callable[[MemSearch | None, dict[str, Any]], Any]] = {
+            "ping": self._op_ping,
+            "search": self._op_search,
+            "expand": self._op_expand,
+            "count": self._op_count,
+            "reset": self._op_reset,
+            "index": self._op_index,
+            "index_file": self._op_index_file,
+            "query": self._op_query,
+        }
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def acquire(self) -> None:
+        """Become the one service of this store, or raise ServiceRunningError."""
+        import fcntl
+
+        private_dir(self.paths.lock.parent)
+        private_dir(self.paths.socket.parent)
+        for path, kind in ((self.paths.lock, stat.S_ISREG), (self.paths.socket, stat.S_ISSOCK)):
+            with contextlib.suppress(FileNotFoundError):
+                mode = os.lstat(path).st_mode
+                if not kind(mode):
+                    raise UnsafeRunDirError(
+                        f"{path} is {file_kind(mode)}, not the memory service's "
+                        + ("lock file" if path == self.paths.lock else "socket"),
+                        hint=f"remove it (`rm -rf {path}`) and start the service again",
+                    )
+        try:
+            fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise ServiceError(
+                f"cannot open the memory service's lock file {self.paths.lock} ({exc})",
+                hint=f"check {self.paths.lock.parent}; remove the file if it is broken",
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = read_info(self.paths).get("pid", "?")
+            raise ServiceRunningError(
+                f"a memsearch service is already running for {self.paths.store} (pid {pid})",
+                hint="use it as it is (commands find it by themselves), or stop that process first",
+            ) from None
+        self._lock_fd = fd
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.socket.unlink()  # left by a crashed service: we hold the lock now
+
+    def start(self) -> None:
+        """Acquire the store, start the engine loop and listen on the socket (non-blocking)."""
+        import asyncio
+
+        if self._lock_fd is None:
+            self.acquire()
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._loop_thread = threading.Thread(target=loop.run_forever, name="memsearch-engine", daemon=True)
+        self._loop_thread.start()
+
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is for this user only
+        try:
+            listener.bind(str(self.paths.socket))
+        except OSError as exc:
+            listener.close()
+            raise ServiceError(
+                f"cannot listen on {self.paths.socket} ({exc})",
+                hint=f"check {self.paths.socket.parent}; remove what is at that path",
+            ) from exc
+        finally:
+            os.umask(old_umask)
+        listener.listen(128)  # agents fire bursts of hook processes at once
+        listener.settimeout(0.25)  # so the accept loop notices stop()
+        self._listener = listener
+        self._accept_thread = threading.Thread(target=self._accept_loop, name="memsearch-socket", daemon=True)
+        self._accept_thread.start()
+        info = {
+            "pid": os.getpid(),
+            "store": self.paths.store,
+            "socket": str(self.paths.socket),
+            "started_at": self.started_at,
+        }
+        tmp = self.paths.info.with_name(self.paths.info.name + ".tmp")
+        tmp.write_text(json.dumps(info), encoding="utf-8")
+        os.replace(tmp, self.paths.info)
+
+    def warm(self, settings: dict[str, Any]) -> MemSearch:
+        """Open the store and load the model for ``settings`` now, so the first request is fast.
+
+        Until this returns, ``ping`` answers ``ready: false``.
+        """
+        ms = self.instance(settings)
+        self.run(self._warm(ms))
+        self.ready = True
+        return ms
+
+    @staticmethod
+    async def _warm(ms: MemSearch) -> None:
+        # A real search, not just opening: Milvus Lite builds each segment's BM25 index and loads
+        # jieba's dictionary on the first search (0.5 s at 2,000 chunks, seconds at 20,000), which
+        # would otherwise land on the first prompt's recall. The service owns the store and
+        # writes to it, so it creates a missing collection first (a plain search would not).
+        ms.store  # noqa: B018 (the property opens the store and creates the collection)
+        await ms.search("warm-up", top_k=1)
+
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine on the engine loop and wait for its result (from any thread)."""
+        import asyncio
+        import concurrent.futures
+
+        assert self._loop is not None, "service not started"
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        beat = getattr(self._beat, "send", None)
+        if beat is not None:  # a client waits on this thread: tell it, every second, we are alive
+            while not concurrent.futures.wait([future], timeout=HEARTBEAT_INTERVAL).done:
+                beat()
+        return future.result()
+
+    def request_stop(self) -> None:
+        """Ask :meth:`wait` to return (safe from a signal handler)."""
+        self._stop_requested.set()
+
+    def wait(self) -> None:
+        """Block until :meth:`request_stop` (or :meth:`stop`) is called."""
+        while not (self._stop_requested.wait(0.5) or self._stopped.is_set()):
+            pass
+
+    def stop(self) -> None:
+        """Stop listening, close every store, and release the run files."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        # Stop accepting first, and remove the socket: a watch that loses this service must not
+        # reconnect to it (it would be waited for below); it takes over once our lock is free.
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.close()
+            if self._accept_thread is not None:
+                self._accept_thread.join(timeout=5)
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(os.lstat(self.paths.socket).st_mode):
+                    self.paths.socket.unlink()
+        with self._sessions_lock:
+            sessions = list(self._sessions)
+        for conn in sessions:  # ends each watch session: its watcher stops, its client sees EOF
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        deadline = time.monotonic() + 15
+        while self._sessions and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with self._instances_lock:
+            instances = list(self._instances.values())
+            self._instances.clear()
+        for ms in instances:
+            with contextlib.suppress(Exception):
+                if self._loop is not None and self._loop.is_running():
+                    self.run(_close(ms))
+                else:
+                    ms.close()
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._loop_thread is not None:
+                self._loop_thread.join(timeout=10)
+            self._loop.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.info.unlink()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- requests -------------------------------------------------------------------------
+
+    def instance(self, settings: dict[str, Any]) -> MemSearch:
+        """The MemSearch for these settings (created once, then reused)."""
+        from memsearch.core import MemSearch
+
+        key = _settings_key(settings)
+        with self._instances_lock:
+            ms = self._instances.get(key)
+            if ms is None:
+                kwargs = {k: v for k, v in settings.items() if k != "paths"}
+                kwargs["milvus_uri"] = self.uri
+                ms = MemSearch(settings.get("paths") or [], **kwargs)
+                self._instances[key] = ms
+            return ms
+
+    def _accept_loop(self) -> None:
+        """Accept connections until stop(); each gets a thread, up to MAX_CONNECTIONS at once."""
+        listener = self._listener
+        assert listener is not None
+        while not self._stopped.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stopped.is_set():
+                    return
+                time.sleep(0.05)  # e.g. out of file descriptors: do not spin
+                continue
+            if not self._slots.acquire(blocking=False):
+                self._refuse_busy(conn)
+                continue
+            try:
+                threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+            except RuntimeError:  # cannot start a thread
+                self._slots.release()
+                self._refuse_busy(conn)
+
+    @staticmethod
+    def _refuse_busy(conn: socket.socket) -> None:
+        busy = ServiceBusyError(
+            f"the memsearch service has {MAX_CONNECTIONS} connections open and accepts no more",
+            hint="try again in a few seconds; if it stays busy, restart the service",
+        )
+        with conn:
+            conn.settimeout(0.2)
+            with contextlib.suppress(OSError):
+                send(conn, {"ok": False, "error": error_payload(busy)})
+
+    def _connection(self, conn: socket.socket) -> None:
+        """Serve one connection: its requests in order, each within IDLE_TIMEOUT of the last."""
+        try:
+            with conn:
+                try:
+                    creds = peer_credentials(conn)
+                except OSError:
+                    return
+                if creds is not None and creds[1] != os.getuid():
+                    logger.warning("refused a connection from process %d of uid %d", *creds)
+                    return  # not a word to another user's process
+                lines = Lines(conn, MAX_REQUEST_BYTES)
+                while not self._stopped.is_set():
+                    try:
+                        line = lines.next_line(IDLE_TIMEOUT)
+                    except RequestTooLarge:
+                        self._reply_error(conn, too_large())
+                        return
+                    except TimeoutError:
+                        if lines.pending:
+                            self._reply_error(
+                                conn,
+                                ServiceRequestError(
+                                    f"incomplete request: no end of line within {IDLE_TIMEOUT:g} s",
+                                    hint="send one JSON object per line",
+                                ),
+                            )
+                        return
+                    except OSError:
+                        return
+                    if line is None:
+                        return
+                    if not line.strip():
+                        continue
+                    if not self._handle(conn, line):
+                        return
+        finally:
+            self._slots.release()
+
+    @staticmethod
+    def _reply_error(conn: socket.socket, exc: BaseException) -> None:
+        with contextlib.suppress(OSError):
+            send(conn, {"ok": False, "error": error_payload(exc)})
+
+    def _handle(self, conn: socket.socket, line: bytes) -> bool:
+        """Answer one request line; False when the connection is done (a watch session ended)."""
+        try:
+            request = parse_request(line)
+        except ServiceRequestError as exc:
+            self._reply_error(conn, exc)
+            return True
+        if request["op"] == "watch":
+            conn.settimeout(None)
+            self._watch_session(conn, request)
+            return False
+        conn.settimeout(30)  # a client that stops reading must not block this thread for ever
+
+        def beat() -> None:
+            with contextlib.suppress(OSError):
+                send(conn, {"alive": True})
+
+        self._beat.send = beat
+        try:
+            op = self._ops[request["op"]]
+            settings = request["settings"]
+            ms = self.instance(settings) if request["op"] != "ping" else None
+            reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"])}
+        except Exception as exc:
+            if not isinstance(exc, MemSearchError):
+                logger.exception("service request failed")
+            reply = {"ok": False, "error": error_payload(exc)}
+        finally:
+            self._beat.send = None
+        with contextlib.suppress(OSError):
+            send(conn, reply)
+        return True
+
+    def _watch_session(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        """Serve one ``memsearch watch`` client: index its paths, then stream its watcher's events
+        until it hangs up (or the service stops). Watcher updates run on the engine loop."""
+        send_lock = threading.Lock()
+
+        def tell(message: dict[str, Any]) -> None:
+            with send_lock, contextlib.suppress(OSError):
+                send(conn, message)
+
+        args = request["args"]
+        self._beat.send = lambda: tell({"alive": True})
+        try:
+            ms = self.instance(request["settings"])
+            report = self.run(self._index(ms, False))
+        except Exception as exc:
+            tell({"ok": False, "error": error_payload(exc)})
+            return
+        finally:
+            self._beat.send = None
+        tell({"ok": True, "result": dataclasses.asdict(report)})
+        with self._sessions_lock:
+            self._sessions.add(conn)
+        watcher = ms.watch(
+            on_event=lambda kind, summary, path: tell({"event": kind, "summary": summary, "path": str(path)}),
+            on_error=lambda kind, exc, path: tell(
+                {"event": kind, "path": str(path), "error": error_payload(exc)}
+            ),
+            debounce_ms=args.get("debounce_ms"),
+            runner=self.run,
+        )
+        tell({"watching": True})
+        try:
+            while conn.recv(1024):  # the client sends nothing more; EOF means it is gone
+                pass
+        except OSError:
+            pass
+        finally:
+            watcher.stop()
+            with self._sessions_lock:
+                self._sessions.discard(conn)
+
+    def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "store": self.paths.store,
+            "started_at": self.started_at,
+            "ready": self.ready,
+        }
+
+    def _op_search(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+        assert ms is not None
+        return self.run(
+            ms.search(args["query"], top_k=args["top_k"], source_prefix=args.get("source_prefix"))
+        )
+
+    def _op_expand(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+        assert ms is not None
+        expansion = self.run(
+            _call(
+                ms.expand,
+                args["chunk_hash"],
+                section=bool(args.get("section", True)),
+                context_lines=args.get("context_lines"),
+            )
+        )
+        return dataclasses.asdict(expansion)
+
+    def _op_count(self, ms: MemSearch | None, _args: dict[str, Any]) -> Any:
+        assert ms is not None
+        return self.run(_call(ms.count))
+
+    def _op_reset(self, ms: MemSearch | None, _args: dict[str, Any]) -> Any:
+        assert ms is not None
+        self.run(_call(ms.reset))
+        return None
+
+    def _op_index(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+        assert ms is not None
+        report = self.run(self._index(ms, bool(args.get("force", False))))
+        return dataclasses.asdict(report)
+
+    def _op_index_file(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+        assert ms is not None
+        return self.run(ms.index_file(str(args["path"])))
+
+    def _op_query(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+        assert ms is not None
+        return self.run(_call(ms.store.query, filter_expr=str(args.get("filter_expr", ""))))
+
+    async def _index(self, ms: MemSearch, force: bool) -> IndexReport:
+        import asyncio
+
+        if self._index_lock is None:
+            self._index_lock = asyncio.Lock()
+        async with self._index_lock:  # one indexing run at a time; searches go on meanwhile
+            return await ms.index_with_report(force=force)
+
+
+async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a synchronous engine call on the engine loop (keeps store access on one thread)."""
+    return fn(*args, **kwargs)
+
+
+async def _close(ms: MemSearch) -> None:
+    ms.close()
