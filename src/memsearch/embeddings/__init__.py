@@ -11,7 +11,7 @@ Why one table: the provider name, the class that implements it, its default mode
 that brings its SDK and the options it accepts are facts about the same thing; keeping them in one
 row means the CLI's error for an unknown name, the install hint for a missing extra and the config
 defaults can never disagree. The REST providers (ollama, google, voyage, jina, mistral) talk to
-their APIs with a small stdlib HTTP helper (``embeddings/rest.py``), so they need no extra at all.
+their APIs with a small stdlib HTTP helper (:mod:`memsearch.http`), so they need no extra at all.
 """
 
 from __future__ import annotations
