@@ -296,8 +296,8 @@ class Indexer:
 
         # Load a local model on a worker thread while the store opens (both take ~0.4-0.8 s on a
         # cold start; the model's graph optimisation releases the GIL).
-        warm = getattr(self._embedder(), "warm", None) if work else None
-        if callable(warm):
+        if work:
+            warm = self._embedder().warm
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(_retrieved)
         store = self._store()
         if self._model_settled():  # the chunk IDs above were made with another model's name
@@ -452,7 +452,7 @@ class Indexer:
         if not todo:
             return 0
         embedder = self._embedder()
-        batch = max(UPSERT_BATCH, int(getattr(embedder, "batch_size", 0) or 0))
+        batch = max(UPSERT_BATCH, embedder.batch_size)
         done = 0
         unflushed = 0
         storing: asyncio.Future[int] | None = None

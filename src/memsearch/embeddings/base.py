@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, TypeVar
 
+from memsearch.embeddings import EmbeddingProvider
 from memsearch.errors import (
     EmbeddingAPIError,
     EmbeddingError,
@@ -111,7 +112,7 @@ class EmbeddingErrors(ServiceErrors):
 ApiErrors = EmbeddingErrors
 
 
-class BatchingEmbedder:
+class BatchingEmbedder(EmbeddingProvider):
     """Base class of the built-in providers.
 
     Subclasses set the class attributes and implement :meth:`_embed_batch`; they may override
