@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding
 from memsearch.errors import EmbeddingError, IndexingError, MemSearchError
+from memsearch.files import atomic_write
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
 if TYPE_CHECKING:
@@ -153,10 +153,7 @@ class Manifest:
             "files": {p: vars(e) for p, e in sorted(self.files.items())},
         }
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps(data, separators=(",", ":")))
         except OSError as exc:  # the manifest is an optimisation; never fail indexing for it
             logger.warning("could not write index manifest %s: %s", self.path, exc)
 

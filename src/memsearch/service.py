@@ -60,6 +60,7 @@ from memsearch.errors import (
     ServiceUnavailableError,
     UnsafeRunDirError,
 )
+from memsearch.files import atomic_write, lock_is_held, try_lock
 
 if TYPE_CHECKING:
     import asyncio
@@ -239,19 +240,7 @@ def _lock_is_held(lock: Path) -> bool:
 
     Raises OSError when the lock path is not a regular file we can open (never follows a link).
     """
-    import fcntl
-
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops a lock we may just have taken
-    return False
+    return lock_is_held(lock)
 
 
 def clean_stale(paths: ServicePaths) -> bool:
@@ -742,7 +731,6 @@ class MemoryService:
 
     def acquire(self) -> None:
         """Become the one service of this store, or raise ServiceRunningError."""
-        import fcntl
 
         _private_dir(self.paths.lock.parent)
         _private_dir(self.paths.socket.parent)
@@ -756,16 +744,13 @@ class MemoryService:
                         hint=f"remove it (`rm -rf {path}`) and start the service again",
                     )
         try:
-            fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = try_lock(self.paths.lock)
         except OSError as exc:
             raise ServiceError(
                 f"cannot open the memory service's lock file {self.paths.lock} ({exc})",
                 hint=f"check {self.paths.lock.parent}; remove the file if it is broken",
             ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        if fd is None:
             pid = read_info(self.paths).get("pid", "?")
             raise ServiceRunningError(
                 f"a memsearch service is already running for {self.paths.store} (pid {pid})",
@@ -809,9 +794,7 @@ class MemoryService:
             "socket": str(self.paths.socket),
             "started_at": self.started_at,
         }
-        tmp = self.paths.info.with_name(self.paths.info.name + ".tmp")
-        tmp.write_text(json.dumps(info), encoding="utf-8")
-        os.replace(tmp, self.paths.info)
+        atomic_write(self.paths.info, json.dumps(info))
 
     def warm(self, settings: dict[str, Any]) -> MemSearch:
         """Open the store and load the model for ``settings`` now, so the first request is fast.
