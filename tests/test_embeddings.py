@@ -169,6 +169,21 @@ def test_importing_the_package_loads_nothing_heavy() -> None:
     assert json.loads(out.stdout) == []
 
 
+def test_the_shared_base_and_http_helper_load_no_transport() -> None:
+    """The local providers import ``embeddings.base`` (and so ``memsearch.http``): the HTTP
+    transport (``http.client`` brings ``email``) loads only when a request is made."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import memsearch.embeddings.base, memsearch.http
+        heavy = ["openai", "httpx", "http.client", "urllib.request", "email.parser"]
+        print(json.dumps([name for name in heavy if name in sys.modules]))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
 def test_isinstance_does_not_compute_the_dimension() -> None:
     class Exploding(Recorder):
         def _discover_dimension(self) -> int:

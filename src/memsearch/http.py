@@ -13,20 +13,19 @@ install weight, import time and five different error types for nothing. ``urllib
 usual proxy variables; the connection classes below only split the timeout into a short connect
 phase (an endpoint that is not there fails in seconds) and a longer read phase (a local server may
 take a while to embed a large batch), and ``post_json`` holds the whole call to one deadline.
-The openai SDK is imported only by the functions that use it, so importing this module stays cheap.
+The transport modules (``http.client`` brings ``email``) and the openai SDK are imported
+only by the functions that use them, so importing this module stays cheap for the local providers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.client
+import functools
 import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,10 @@ from typing import TYPE_CHECKING, Any
 from memsearch.errors import MemSearchError
 
 if TYPE_CHECKING:
+    import http.client
+    import urllib.error
+    import urllib.request
+
     import openai
 
 #: How long to wait for a TCP (and TLS) connection: an endpoint that is not there fails fast.
@@ -174,29 +177,37 @@ def _connect_briefly(conn: http.client.HTTPConnection, connect: Callable[[], Non
     _current.sock = conn.sock
 
 
-class _HTTPConnection(http.client.HTTPConnection):
-    def connect(self) -> None:
-        _connect_briefly(self, super().connect)
+@functools.cache
+def _handlers() -> tuple[type[urllib.request.BaseHandler], ...]:
+    """urllib handlers whose connections connect briefly (built on first use: importing
+    ``http.client`` loads ``email``, which the local providers never need)."""
+    import http.client
+    import urllib.request
 
+    class _HTTPConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            _connect_briefly(self, super().connect)
 
-class _HTTPSConnection(http.client.HTTPSConnection):
-    def connect(self) -> None:
-        _connect_briefly(self, super().connect)
+    class _HTTPSConnection(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            _connect_briefly(self, super().connect)
 
+    class _HTTPHandler(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(_HTTPConnection, req)
 
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPConnection, req)
+    class _HTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(_HTTPSConnection, req, context=getattr(self, "_context", None))
 
-
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPSConnection, req, context=getattr(self, "_context", None))
+    return _HTTPHandler, _HTTPSHandler
 
 
 def _opener() -> urllib.request.OpenerDirector:
     # Built per request (cheap) so proxy variables are read when the request is made.
-    return urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+    import urllib.request
+
+    return urllib.request.build_opener(*_handlers())
 
 
 def _user_agent() -> str:
@@ -224,6 +235,10 @@ def post_json(
     of ``errors``'s service (an :class:`~memsearch.errors.EmbeddingAPIError` for embeddings), worded
     by ``errors``; a rejected key names the env var that holds it.
     """
+    import http.client
+    import urllib.error
+    import urllib.request
+
     data = json.dumps(body).encode("utf-8")
     request_headers = {
         "Content-Type": "application/json",
@@ -303,6 +318,8 @@ _READ_CHUNK = 64 * 1024
 
 
 def _read_error_body(exc: urllib.error.HTTPError) -> str:
+    import http.client
+
     try:
         return exc.read().decode("utf-8", "replace")
     except (OSError, http.client.HTTPException):
