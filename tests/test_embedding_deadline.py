@@ -91,8 +91,8 @@ def test_post_json_deadline_covers_a_trickling_answer() -> None:
     import threading
 
     from memsearch.embeddings.base import ApiErrors
-    from memsearch.embeddings.rest import post_json
     from memsearch.errors import EmbeddingAPIError
+    from memsearch.http import post_json
 
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()

@@ -169,6 +169,21 @@ def test_importing_the_package_loads_nothing_heavy() -> None:
     assert json.loads(out.stdout) == []
 
 
+def test_the_shared_base_and_http_helper_load_no_transport() -> None:
+    """The local providers import ``embeddings.base`` (and so ``memsearch.http``): the HTTP
+    transport (``http.client`` brings ``email``) loads only when a request is made."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import memsearch.embeddings.base, memsearch.http
+        heavy = ["openai", "httpx", "http.client", "urllib.request", "email.parser"]
+        print(json.dumps([name for name in heavy if name in sys.modules]))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
 def test_isinstance_does_not_compute_the_dimension() -> None:
     class Exploding(Recorder):
         def _discover_dimension(self) -> int:
@@ -177,6 +192,35 @@ def test_isinstance_does_not_compute_the_dimension() -> None:
     provider = Exploding()
     assert isinstance(provider, EmbeddingProvider)
     assert not isinstance(object(), EmbeddingProvider)
+
+
+class Duck:
+    """The original protocol's five members, no base class; reading ``dimension`` fails."""
+
+    model_name = "duck-1"
+    batch_size = 4
+
+    @property
+    def dimension(self) -> int:
+        raise AssertionError("isinstance() must not read dimension")
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+    async def embed_query(self, texts: list[str]) -> list[list[float]]:
+        return [[0.0, 1.0] for _ in texts]
+
+
+async def test_a_protocol_class_without_the_base_gets_the_defaults(restore_registry: None) -> None:
+    assert isinstance(Duck(), EmbeddingProvider)  # checked on the class: dimension is not read
+    register_provider(ProviderSpec("duck", Duck, "duck-1"))
+    provider = get_provider("duck")
+    assert EmbeddingProvider in type(provider).__mro__
+    provider.warm()  # the interface's default
+    assert provider.cache_namespace == "duck-1"
+    assert provider.document_text("x") == "x"
+    assert await provider.embed_query(["q"]) == [[0.0, 1.0]]
+    assert await provider.embed(["d"]) == [[1.0, 0.0]]
 
 
 # --- batching, validation, lazy dimension --------------------------------------------------------

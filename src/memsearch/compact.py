@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.errors import ConfigValueError, MemSearchError, NativeSummarizationError
-from memsearch.journal import exclusive
+from memsearch.files import exclusive
 from memsearch.llm import LLMSettings, summarize_text
 from memsearch.prompts import load_prompt
 

@@ -620,33 +620,19 @@ def save_config(data: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     A reader never sees a half-written file. A new file is private (0600, it may hold keys); an
     existing file keeps its permissions. Comments in the old file are not preserved.
     """
-    import stat
-    import tempfile
-
     import tomli_w
+
+    from memsearch.files import atomic_write
 
     p = Path(path).expanduser()
     text = tomli_w.dumps(dict(data))
-    tmp: str | None = None
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if p.exists():
-            os.chmod(tmp, stat.S_IMODE(p.stat().st_mode))
-        os.replace(tmp, p)
-        tmp = None
+        atomic_write(p, text, private=True, keep_mode=True, fsync=True)
     except OSError as exc:
         raise ConfigError(
             f"Cannot write config file {p}: {exc.strerror or exc}",
             hint="Check the directory's permissions.",
         ) from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def update_config_file(path: str | os.PathLike[str], updates: Mapping[str, Any]) -> Path:

@@ -464,9 +464,7 @@ class MemSearch(Memory):
 
 
 async def _embed_query(embedder: EmbeddingProvider, query: str) -> list[list[float]]:
-    embed = getattr(embedder, "embed_query", embedder.embed)
-    vectors: list[list[float]] = await embed([query])
-    return vectors
+    return await embedder.embed_query([query])
 
 
 def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:

@@ -8,6 +8,7 @@ never fail the command they describe.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memsearch.files import atomic_write
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -56,13 +59,8 @@ def _load(path: Path) -> dict[str, Any]:
 def _write(path: Path | None, record: dict[str, Any]) -> None:
     if path is None:
         return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):  # diagnostics only: never fail the command for them
+        atomic_write(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def _base(status: str, operation: str, paths: Sequence[str], cfg: MemSearchConfig) -> dict[str, Any]:

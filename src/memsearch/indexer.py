@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding
 from memsearch.errors import EmbeddingError, IndexingError, MemSearchError
+from memsearch.files import atomic_write
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
 if TYPE_CHECKING:
@@ -161,10 +161,7 @@ class Manifest:
             "files": {p: vars(e) for p, e in sorted(self.files.items())},
         }
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps(data, separators=(",", ":")))
         except OSError as exc:  # the manifest is an optimisation; never fail indexing for it
             logger.warning("could not write index manifest %s: %s", self.path, exc)
 
@@ -304,8 +301,8 @@ class Indexer:
 
         # Load a local model on a worker thread while the store opens (both take ~0.4-0.8 s on a
         # cold start; the model's graph optimisation releases the GIL).
-        warm = getattr(self._embedder(), "warm", None) if work else None
-        if callable(warm):
+        if work:
+            warm = self._embedder().warm
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(_retrieved)
         store = self._store()
         if self._model_settled():  # the chunk IDs above were made with another model's name
@@ -460,7 +457,7 @@ class Indexer:
         if not todo:
             return 0
         embedder = self._embedder()
-        batch = max(UPSERT_BATCH, int(getattr(embedder, "batch_size", 0) or 0))
+        batch = max(UPSERT_BATCH, embedder.batch_size)
         done = 0
         unflushed = 0
         storing: asyncio.Future[int] | None = None

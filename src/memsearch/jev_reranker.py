@@ -8,8 +8,8 @@ the validation of the answer (exactly those ids, each of type ``noul`` with a fi
 Why it is strict: a reranker that quietly returned the unreranked candidates on failure would make
 a broken key or a changed API look like a poor model. Every failure (no key, unreachable, slow,
 HTTP error, an answer that does not cover the candidates) is one :class:`~memsearch.errors.
-RerankerError` with a hint. The HTTP call is the stdlib helper the REST embedding providers use
-(``embeddings.rest.post_json``), worded for a reranker.
+RerankerError` with a hint. The HTTP call is the stdlib helper every remote caller uses
+(:func:`memsearch.http.post_json`), worded for a reranker.
 
 Privacy: a search with this reranker sends the query and the full text of its candidates to
 TypeSafe (or to ``MEMSEARCH_JEV_URL`` when set: a self-hosted gateway, or a fake server in tests).
@@ -22,13 +22,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from memsearch.embeddings.base import SERVER_FAILED_HINT, ApiErrors, ServiceWording, resolve_api_key
 from memsearch.errors import (
     ConfigValueError,
     InvalidRerankAnswerError,
     MissingRerankerKeyError,
     RerankerAPIError,
 )
+from memsearch.http import SERVER_FAILED_HINT, ApiErrors, ServiceWording, post_json, resolve_api_key
 
 #: What ``reranker.model = "jev:"`` plus a model name asks for when none is given.
 DEFAULT_MODEL = "jev-latest"
@@ -165,8 +165,6 @@ class JevReranker:
 
     def evaluate(self, query: str, documents: Sequence[str]) -> dict[str, Any]:
         """Send one rerank request and return the validated answer (with the model's usage data)."""
-        from memsearch.embeddings.rest import post_json
-
         if not documents:
             return {"model": self.model, "answers": {}, "usage": {"input_tokens": 0, "output_tokens": 0}}
         key = resolve_api_key(self._api_key, ERRORS, required=False)

@@ -34,15 +34,14 @@ Only the standard library is used, so hooks that write or preview journals start
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import re
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+
+from memsearch.files import exclusive
 
 __all__ = [
     "AppendResult",
@@ -218,30 +217,6 @@ def _current_section_sessions(text: str) -> tuple[bool, set[str]]:
             if fields and fields.get("session"):
                 sessions.add(fields["session"])
     return lines[start].startswith("## Session "), sessions
-
-
-@contextlib.contextmanager
-def exclusive(fh: IO[bytes]) -> Iterator[None]:
-    """Hold an exclusive lock on an open day file (released when the block ends), so concurrent
-    writers — hooks of several agents, ``compact`` — take turns instead of interleaving bytes."""
-    if sys.platform == "win32":  # pragma: no cover - the plugins' hooks run on POSIX hosts
-        import msvcrt
-
-        fh.seek(0)
-        msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
-        try:
-            yield
-        finally:
-            fh.seek(0)
-            msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def append_entry(

@@ -9,7 +9,7 @@ translation of every failure into an :class:`LLMError`.
   and other OpenAI-compatible servers through ``base_url``. No ``temperature`` is sent: reasoning
   models refuse any value but their default.
 - ``anthropic`` (Messages API) and ``gemini`` (``generateContent``) are one JSON POST each, made with
-  the standard-library helper the REST embedding providers use, so no vendor SDK is needed and
+  the standard-library helper :func:`memsearch.http.post_json`, so no vendor SDK is needed and
   ``base_url``/``api_key`` are honoured for every backend (the original ignored them for these two).
 
 Keys and URLs: an explicit value (``env:VAR`` references allowed) wins, then the vendor's usual
@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from memsearch.config import LLM_DEFAULT_MODELS, resolve_env_ref
-from memsearch.embeddings.base import CONNECT_TIMEOUT, SERVER_FAILED_HINT, ApiErrors, ServiceWording
 from memsearch.errors import (
     EmptySummaryError,
     LLMAPIError,
@@ -35,6 +34,7 @@ from memsearch.errors import (
     MissingLLMKeyError,
     UnknownLLMProviderError,
 )
+from memsearch.http import SERVER_FAILED_HINT, ApiErrors, ServiceWording, openai_client, post_json, sdk_errors
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -56,13 +56,11 @@ __all__ = [
 ]
 
 #: Seconds to wait for an answer. Generous: a compact of many chunks by a reasoning model can take
-#: minutes. Connecting is bounded separately by ``CONNECT_TIMEOUT``, so a dead endpoint fails fast.
+#: minutes. Connecting is bounded separately by ``http.CONNECT_TIMEOUT``, so a dead endpoint fails fast.
 DEFAULT_TIMEOUT = 300.0
 #: The Messages API requires an output limit; this leaves room for a long compact digest.
 ANTHROPIC_MAX_TOKENS = 8192
 ANTHROPIC_VERSION = "2023-06-01"
-#: Sent to OpenAI-compatible servers that take no key (the SDK refuses to run without one).
-PLACEHOLDER_KEY = "memsearch-no-key"
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -123,16 +121,7 @@ class Backend:
 
 
 async def _call_openai(call: _Call) -> str:
-    import openai
-
-    from memsearch.embeddings.openai import sdk_errors
-
-    client = openai.AsyncOpenAI(
-        api_key=call.api_key or PLACEHOLDER_KEY,
-        base_url=call.base_url,
-        max_retries=1,
-        timeout=openai.Timeout(call.timeout, connect=CONNECT_TIMEOUT),
-    )
+    client = openai_client(call.api_key, call.base_url, call.timeout)
     url = f"{call.base_url}/chat/completions"
     try:
         with sdk_errors(call.errors, url, call.timeout):
@@ -151,8 +140,6 @@ async def _call_openai(call: _Call) -> str:
 
 
 async def _post(call: _Call, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
-    from memsearch.embeddings.rest import post_json
-
     return await asyncio.to_thread(
         post_json, url, body, headers=headers, errors=call.errors, timeout=call.timeout
     )

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memsearch import errors
+from memsearch.files import lock_is_held
 from memsearch.uri import SERVER_PREFIXES, StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
@@ -374,23 +375,12 @@ def _driver_message(exc: BaseException) -> tuple[Any, str]:
 
 def _lock_is_held(db_dir: Path) -> bool:
     """Whether some process holds milvus-lite's flock on ``db_dir`` (POSIX only)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    if sys.platform == "win32":  # pragma: no cover
         return False
     try:
-        fd = os.open(db_dir / _LOCK_FILENAME, os.O_RDWR)
+        return lock_is_held(db_dir / _LOCK_FILENAME)
     except OSError:
         return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
 
 
 def lock_holders(db_dir: Path) -> list[tuple[int, str]]:

@@ -1,6 +1,7 @@
 """Embedding providers: the protocol every provider meets, and the one registry table that names them.
 
-This module owns the public face of ``memsearch.embeddings``: :class:`EmbeddingProvider`,
+This module owns the public face of ``memsearch.embeddings``: :class:`EmbeddingProvider` (the
+interface, an ABC with defaults),
 :class:`ProviderSpec`, the :data:`PROVIDERS` table, :data:`DEFAULT_MODELS` (derived from it),
 :func:`register_provider` and :func:`get_provider`. Provider implementations live one per module
 (``onnx``, ``openai``, ``ollama``, ``google``, ``voyage``, ``jina``, ``mistral``, ``local``) and are
@@ -11,15 +12,16 @@ Why one table: the provider name, the class that implements it, its default mode
 that brings its SDK and the options it accepts are facts about the same thing; keeping them in one
 row means the CLI's error for an unknown name, the install hint for a missing extra and the config
 defaults can never disagree. The REST providers (ollama, google, voyage, jina, mistral) talk to
-their APIs with a small stdlib HTTP helper (``embeddings/rest.py``), so they need no extra at all.
+their APIs with a small stdlib HTTP helper (:mod:`memsearch.http`), so they need no extra at all.
 """
 
 from __future__ import annotations
 
 import importlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, _ProtocolMeta, runtime_checkable
+from typing import Any
 
 from memsearch.errors import MissingDependencyError, UnknownProviderError
 
@@ -28,6 +30,7 @@ __all__ = [
     "PROVIDERS",
     "EmbeddingProvider",
     "ProviderSpec",
+    "as_provider",
     "get_provider",
     "register_provider",
 ]
@@ -35,53 +38,94 @@ __all__ = [
 #: The options :func:`get_provider` knows how to pass on.
 OPTION_NAMES = frozenset({"model", "batch_size", "base_url", "api_key", "timeout"})
 
-_MISSING = object()
-#: protocol class -> the member names its isinstance() looks up statically.
-_STATIC_MEMBERS: dict[type, tuple[str, ...]] = {}
 
-
-class _StaticProtocolMeta(_ProtocolMeta):
-    """Protocol metaclass whose ``isinstance`` never *reads* the members.
-
-    Python < 3.12 checks a runtime protocol with ``hasattr``, which would evaluate the lazy
-    ``dimension`` property, i.e. run a network trial embed just to answer ``isinstance``. Looking the
-    members up statically (as Python 3.12+ does) keeps the check free of side effects.
-    """
-
-    def __instancecheck__(cls, instance: object) -> bool:
-        members = _STATIC_MEMBERS.get(cls)
-        if members is None:
-            return super().__instancecheck__(instance)
-        import inspect  # already loaded by dataclasses; imported here to keep the intent local
-
-        return all(inspect.getattr_static(instance, name, _MISSING) is not _MISSING for name in members)
-
-
-@runtime_checkable
-class EmbeddingProvider(Protocol, metaclass=_StaticProtocolMeta):
+class EmbeddingProvider(ABC):
     """What the indexer and search need from an embedding backend.
 
-    ``dimension`` may be computed on first access (a table lookup, or one trial embed for a model
-    the provider does not know), never at construction. ``embed`` is for documents (chunks) and
-    ``embed_query`` for search queries: models trained with asymmetric prefixes or task types
-    (e5, nomic, bge, Jina, Voyage, Gemini) embed the two differently; for the rest they are equal.
+    Four members are required: ``model_name``, ``dimension``, ``batch_size`` and ``embed``. The
+    rest have defaults a provider overrides when it knows better. ``dimension`` may be computed on
+    first access (a table lookup, or one trial embed for a model the provider does not know), never
+    at construction. ``embed`` is for documents (chunks) and ``embed_query`` for search queries:
+    models trained with asymmetric prefixes or task types (e5, nomic, bge, Jina, Voyage, Gemini)
+    embed the two differently; for the rest they are equal.
+
+    Why an ABC with defaults rather than a Protocol: callers use every member directly (no
+    ``getattr`` with a fallback at each call site), and ``isinstance`` never reads a member, so it
+    cannot run the trial embed behind a lazy ``dimension``. A class that has the five members of the
+    original protocol without deriving from this one still passes ``isinstance`` (checked on the
+    class, statically), and :func:`get_provider` gives it the defaults.
     """
 
     @property
+    @abstractmethod
     def model_name(self) -> str: ...
 
     @property
+    @abstractmethod
     def dimension(self) -> int: ...
 
     @property
+    @abstractmethod
     def batch_size(self) -> int: ...
 
+    @abstractmethod
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
-    async def embed_query(self, texts: list[str]) -> list[list[float]]: ...
+    async def embed_query(self, texts: list[str]) -> list[list[float]]:
+        """Embed search queries; the default embeds them as documents."""
+        return await self.embed(texts)
+
+    @property
+    def cache_namespace(self) -> str:
+        """What identifies this provider's vectors in the embedding cache (default: the model)."""
+        return self.model_name
+
+    def document_text(self, text: str) -> str:
+        """The exact text the model receives for a document (the embedding cache hashes this)."""
+        return text
+
+    def warm(self) -> None:  # noqa: B027  (a default, not an abstract member)
+        """Load local model files now (blocking; meant for a worker thread); default: nothing."""
+
+    @classmethod
+    def __subclasshook__(cls, other: type) -> bool:
+        if cls is EmbeddingProvider:
+            found = {name for klass in other.__mro__ for name in vars(klass)}
+            if found >= _PROTOCOL_MEMBERS:
+                return True
+        return NotImplemented
 
 
-_STATIC_MEMBERS[EmbeddingProvider] = ("model_name", "dimension", "batch_size", "embed", "embed_query")
+#: The members of the original protocol: a class that has them all passes ``isinstance``.
+_PROTOCOL_MEMBERS = frozenset({"model_name", "dimension", "batch_size", "embed", "embed_query"})
+
+
+class _Adapted(EmbeddingProvider):
+    """A provider that meets the original protocol without deriving from :class:`EmbeddingProvider`
+    (a third-party registration), given this interface's defaults for the members it lacks."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    @property
+    def model_name(self) -> str:
+        return str(self.inner.model_name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.inner.dimension)
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.inner.batch_size)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = await self.inner.embed(texts)
+        return vectors
+
+    async def embed_query(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = await self.inner.embed_query(texts)
+        return vectors
 
 
 @dataclass(frozen=True)
@@ -213,7 +257,7 @@ def get_provider(
     kwargs = {key: value for key, value in given.items() if value is not None and key in spec.options}
     factory = _load_target(spec)
     try:
-        provider: EmbeddingProvider = factory(**kwargs)
+        built = factory(**kwargs)
     except ImportError as exc:  # an SDK imported lazily by the constructor
         if isinstance(exc, MissingDependencyError):
             raise
@@ -222,4 +266,13 @@ def get_provider(
             f"{f' ({exc.name})' if exc.name else ''}.",
             hint=spec.install_hint,
         ) from exc
-    return provider
+    return as_provider(built)
+
+
+def as_provider(obj: Any) -> EmbeddingProvider:
+    """``obj`` itself if it derives from :class:`EmbeddingProvider`, else ``obj`` (which meets the
+    original protocol's five members) wrapped to get the interface's defaults."""
+    if EmbeddingProvider in type(obj).__mro__:
+        provider: EmbeddingProvider = obj
+        return provider
+    return _Adapted(obj)

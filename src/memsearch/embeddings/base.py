@@ -1,8 +1,9 @@
 """The shared machinery of every built-in provider: batching, validation, lazy dimension, errors.
 
 This module owns :class:`BatchingEmbedder` (subclasses implement one method, ``_embed_batch``),
-:class:`ApiErrors` (the wording of every network failure, so all providers fail alike), API-key
-lookup, and :func:`run_sync` (how a sync property may run one async trial embed).
+:data:`EMBEDDING` (how an embedding API's failures are worded, so all providers fail alike; the
+wording machinery itself is :mod:`memsearch.http`'s) and :func:`run_sync` (how a sync property may
+run one async trial embed).
 
 Why a base class rather than a helper function: the guarantees the indexer relies on (as many
 vectors as texts, one dimension throughout, batches never larger than ``batch_size``, query vs
@@ -14,26 +15,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, TypeVar
 
+from memsearch.embeddings import EmbeddingProvider
 from memsearch.errors import (
     EmbeddingAPIError,
     EmbeddingError,
     InvalidBatchSizeError,
-    MemSearchError,
     MissingAPIKeyError,
 )
+from memsearch.http import SERVER_FAILED_HINT, ServiceWording, resolve_api_key
+from memsearch.http import ApiErrors as ServiceErrors
+
+if TYPE_CHECKING:
+    pass
 
 T = TypeVar("T")
-
-#: How long to wait for a TCP (and TLS) connection: an endpoint that is not there fails fast.
-CONNECT_TIMEOUT = 5.0
-#: Pause before the single retry of a transient failure (HTTP 429/5xx, reset connection).
-RETRY_DELAY = 0.3
 
 
 def check_batch_size(size: int) -> int:
@@ -81,30 +81,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return result[0]
 
 
-@dataclass(frozen=True)
-class ServiceWording:
-    """What kind of service failed, and which settings the hints point at.
-
-    One :class:`ApiErrors` class words every remote service (embeddings, the remote reranker, LLM
-    endpoints); what differs between them is collected here: the noun in the messages (``kind``),
-    the exception classes raised, and the hints. Templates may use ``{label}`` and ``{key_env}``.
-    """
-
-    #: "embedding", "reranking", "LLM": as in "the OpenAI embedding endpoint".
-    kind: str
-    error: type[MemSearchError]
-    missing_key_error: type[MemSearchError]
-    key_hint: str
-    unreachable_hint: str
-    timeout_hint: str
-    bad_response_hint: str
-    #: HTTP status -> hint, after the service's own ``status_hints``.
-    status_hints: Mapping[int, str]
-
-
-#: HTTP 5xx, after the one retry ``post_json`` (and the openai SDK) makes.
-SERVER_FAILED_HINT = "The server failed (also on one retry); try again later or check its logs."
-
 EMBEDDING = ServiceWording(
     kind="embedding",
     error=EmbeddingAPIError,
@@ -125,84 +101,18 @@ EMBEDDING = ServiceWording(
 
 
 @dataclass(frozen=True)
-class ApiErrors:
-    """How one service's failures are worded: who failed, and which env var holds its key.
+class EmbeddingErrors(ServiceErrors):
+    """:class:`~memsearch.http.ApiErrors` worded for an embedding API unless told otherwise, so a
+    provider names only itself and its key variables: ``EmbeddingErrors("Ollama", ("OLLAMA_API_KEY",))``."""
 
-    ``wording`` says what kind of service it is (:data:`EMBEDDING` unless given), so the same
-    methods word a reranker or an LLM endpoint without a copy of this class.
-    """
-
-    label: str
-    key_envs: tuple[str, ...] = ()
-    #: HTTP status -> hint, consulted before the generic hints.
-    status_hints: tuple[tuple[int, str], ...] = ()
-    wording: ServiceWording = EMBEDDING
-
-    @property
-    def kind(self) -> str:
-        return self.wording.kind
-
-    @property
-    def key_env(self) -> str:
-        return self.key_envs[0] if self.key_envs else "the provider's API key variable"
-
-    def _fill(self, template: str) -> str:
-        return template.format(label=self.label, key_env=self.key_env)
-
-    def key_hint(self) -> str:
-        return self._fill(self.wording.key_hint)
-
-    def missing_key(self) -> MemSearchError:
-        return self.wording.missing_key_error(
-            f"No API key for the {self.label} {self.kind} provider.", self.key_hint()
-        )
-
-    def unreachable(self, url: str, reason: object) -> MemSearchError:
-        return self.wording.error(
-            f"Could not connect to the {self.label} {self.kind} endpoint at {url}: {reason}",
-            hint=self._fill(self.wording.unreachable_hint),
-        )
-
-    def timed_out(self, url: str, seconds: float) -> MemSearchError:
-        return self.wording.error(
-            f"The {self.label} {self.kind} endpoint at {url} did not answer within {seconds:g} s.",
-            hint=self._fill(self.wording.timeout_hint),
-        )
-
-    def http_status(self, url: str, status: int, body: str) -> MemSearchError:
-        if status in (401, 403):
-            return self.wording.error(
-                f"The {self.label} API rejected the API key (HTTP {status}).", self.key_hint()
-            )
-        detail = " ".join(body.split())[:300]
-        return self.wording.error(
-            f"The {self.label} {self.kind} API at {url} returned HTTP {status}"
-            + (f": {detail}" if detail else "."),
-            hint=dict(self.status_hints).get(status)
-            or self._fill(self.wording.status_hints.get(status, "See the message for the server's reason.")),
-        )
-
-    def bad_response(self, url: str, detail: str) -> MemSearchError:
-        return self.wording.error(
-            f"The {self.label} {self.kind} endpoint at {url} sent an unexpected response: {detail}",
-            hint=self._fill(self.wording.bad_response_hint),
-        )
+    wording: ServiceWording = field(default=EMBEDDING, kw_only=True)
 
 
-def resolve_api_key(explicit: str | None, errors: ApiErrors, *, required: bool = True) -> str | None:
-    """The explicit key, else the first set env var of ``errors.key_envs``; raise if required."""
-    if explicit:
-        return explicit
-    for name in errors.key_envs:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    if required:
-        raise errors.missing_key()
-    return None
+#: The name providers written before :mod:`memsearch.http` existed import (onnx, third-party ones).
+ApiErrors = EmbeddingErrors
 
 
-class BatchingEmbedder:
+class BatchingEmbedder(EmbeddingProvider):
     """Base class of the built-in providers.
 
     Subclasses set the class attributes and implement :meth:`_embed_batch`; they may override
@@ -219,14 +129,14 @@ class BatchingEmbedder:
     #: Sort texts by length before batching (less padding for local models); order is restored.
     sort_by_length: ClassVar[bool] = False
     #: How this provider's failures are worded (an instance may refine it, e.g. with its URL).
-    api_errors: ClassVar[ApiErrors] = ApiErrors("embedding")
+    api_errors: ClassVar[ServiceErrors] = EmbeddingErrors("embedding")
 
     def __init__(self, *, model: str | None = None, batch_size: int = 0) -> None:
         self._model = model or self.default_model
         self._batch_size = check_batch_size(batch_size or self.default_batch_size)
         self._dimension: int | None = self._known_dimension()
         self._dimension_from_table = self._dimension is not None
-        self.errors = self.api_errors
+        self.errors: ServiceErrors = self.api_errors
         self.query_prefix = ""
         self.document_prefix = ""
 
@@ -330,3 +240,65 @@ class BatchingEmbedder:
                     hint="Check embedding.model; if the server changes the model's dimension, "
                     "re-create the index with memsearch reset.",
                 )
+
+
+class RemoteOptions(TypedDict, total=False):
+    """The keyword options every remote provider takes (what :func:`~memsearch.embeddings.get_provider`
+    passes on); a provider with options of its own accepts these as ``**options``."""
+
+    model: str | None
+    batch_size: int
+    base_url: str | None
+    api_key: str | None
+    timeout: float
+
+
+class RemoteEmbedder(BatchingEmbedder):
+    """Base class of the providers that call an API: base URL, API key and request deadline.
+
+    The constructor is the same for every vendor; what differs is said by class attributes and
+    three hooks: :meth:`_resolve_base_url` (environment variables, shorthand), :meth:`_configure`
+    (wording or prefixes that depend on the model or the endpoint, before the key is looked up)
+    and :meth:`_requires_key`.
+    """
+
+    default_base_url: ClassVar[str] = ""
+    #: Whether the API refuses requests without a key (checked at construction, not first use).
+    key_required: ClassVar[bool] = True
+    #: Total deadline per request, seconds (local servers may need long for a big batch); the
+    #: ``timeout`` argument (``embedding.timeout``) overrides it for one instance.
+    timeout: float = 60.0
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        batch_size: int = 0,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 0,
+    ) -> None:
+        super().__init__(model=model, batch_size=batch_size or self._default_batch_size(model))
+        if timeout and timeout > 0:
+            self.timeout = timeout
+        self.base_url = self._resolve_base_url(base_url).rstrip("/")
+        self.api_key: str | None = None
+        self._configure(base_url=base_url, api_key=api_key)
+        self.api_key = resolve_api_key(api_key, self.errors, required=self._requires_key())
+        self._configured(base_url=base_url, api_key=api_key)
+
+    def _default_batch_size(self, model: str | None) -> int:
+        """The batch size when none is given (0: the class's ``default_batch_size``)."""
+        return 0
+
+    def _resolve_base_url(self, base_url: str | None) -> str:
+        return base_url or self.default_base_url
+
+    def _configure(self, *, base_url: str | None, api_key: str | None) -> None:
+        """Adjust wording or prefixes before the key is looked up (the arguments as given)."""
+
+    def _configured(self, *, base_url: str | None, api_key: str | None) -> None:
+        """Last step of construction, with the key looked up (the arguments as given)."""
+
+    def _requires_key(self) -> bool:
+        return self.key_required

@@ -22,8 +22,9 @@ import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from memsearch.embeddings import EmbeddingProvider, as_provider
 from memsearch.embeddings.base import batched
 
 log = logging.getLogger(__name__)
@@ -200,7 +201,7 @@ class EmbeddingCache:
             self.close()
 
 
-class CachedEmbedder:
+class CachedEmbedder(EmbeddingProvider):
     """An :class:`~memsearch.embeddings.EmbeddingProvider` that consults an :class:`EmbeddingCache`.
 
     Documents (``embed``) are cached under the provider's ``cache_namespace`` (provider and model;
@@ -211,40 +212,40 @@ class CachedEmbedder:
     ``hits`` and ``misses`` count texts since construction.
     """
 
-    def __init__(self, provider: Any, cache: EmbeddingCache) -> None:
-        self.provider = provider
+    def __init__(self, provider: EmbeddingProvider, cache: EmbeddingCache) -> None:
+        self.provider = as_provider(provider)
         self.cache = cache
         self.hits = 0
         self.misses = 0
 
     @property
     def model_name(self) -> str:
-        name: str = self.provider.model_name
-        return name
+        return self.provider.model_name
 
     @property
     def dimension(self) -> int:
-        dimension: int = self.provider.dimension
-        return dimension
+        return self.provider.dimension
 
     @property
     def batch_size(self) -> int:
-        size: int = self.provider.batch_size
-        return size
+        return self.provider.batch_size
 
     @property
     def namespace(self) -> str:
-        namespace: str = getattr(self.provider, "cache_namespace", None) or self.provider.model_name
-        return namespace
+        return self.provider.cache_namespace or self.provider.model_name
+
+    @property
+    def cache_namespace(self) -> str:
+        return self.provider.cache_namespace
+
+    def document_text(self, text: str) -> str:
+        return self.provider.document_text(text)
 
     def warm(self) -> None:
-        warm = getattr(self.provider, "warm", None)
-        if callable(warm):
-            warm()
+        self.provider.warm()
 
     def _sent_text(self, text: str) -> str:
-        document_text = getattr(self.provider, "document_text", None)
-        return document_text(text) if callable(document_text) else text
+        return self.provider.document_text(text)
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         texts = list(texts)
@@ -278,6 +279,4 @@ class CachedEmbedder:
         return result
 
     async def embed_query(self, texts: list[str]) -> list[list[float]]:
-        embed_query = getattr(self.provider, "embed_query", None) or self.provider.embed
-        vectors: list[list[float]] = await embed_query(list(texts))
-        return vectors
+        return await self.provider.embed_query(list(texts))

@@ -31,9 +31,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from memsearch.embeddings.base import EMBEDDING, ApiErrors
+from memsearch.embeddings.base import EMBEDDING, EmbeddingErrors
 from memsearch.embeddings.rest import RestEmbedder
 from memsearch.errors import EmbeddingAPIError, MissingAPIKeyError
+from memsearch.http import ApiErrors
 
 #: model -> the output dimensionality we request (768 keeps indexes made by the original memsearch
 #: compatible; gemini-embedding-001 is natively 3072). Unknown models get their native dimension.
@@ -100,32 +101,20 @@ class GoogleEmbedding(RestEmbedder):
     default_batch_size = 100  # the API's limit of requests per batch call
     default_base_url = "https://generativelanguage.googleapis.com/v1beta"
     known_dimensions = GOOGLE_DIMENSIONS
-    api_errors: ClassVar[ApiErrors] = ApiErrors("Gemini", ("GOOGLE_API_KEY", "GEMINI_API_KEY"))
+    api_errors: ClassVar[ApiErrors] = EmbeddingErrors("Gemini", ("GOOGLE_API_KEY", "GEMINI_API_KEY"))
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        batch_size: int = 0,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 0,
-    ) -> None:
-        self.vertex: VertexMode | None = None
+    #: Where Vertex AI requests go, in Vertex mode (``None``: the Gemini API).
+    vertex: VertexMode | None = None
+
+    def _default_batch_size(self, model: str | None) -> int:
         if not vertex_requested():
-            super().__init__(
-                model=model, batch_size=batch_size, base_url=base_url, api_key=api_key, timeout=timeout
-            )
-            return
+            return 0
         model_id = (model or self.default_model).removeprefix("models/")
-        default_batch = VERTEX_GEMINI_BATCH if model_id.startswith("gemini") else VERTEX_BATCH
-        super().__init__(
-            model=model,
-            batch_size=batch_size or default_batch,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-        )
+        return VERTEX_GEMINI_BATCH if model_id.startswith("gemini") else VERTEX_BATCH
+
+    def _configured(self, *, base_url: str | None, api_key: str | None) -> None:
+        if not vertex_requested():
+            return
         self._token = ""
         self._token_time = 0.0
         self._token_lock = threading.Lock()
@@ -135,7 +124,7 @@ class GoogleEmbedding(RestEmbedder):
             self.api_key = os.environ.get("GOOGLE_API_KEY", "").strip() or None
         if explicit_key or (self.api_key and not project):  # express mode
             self.vertex = VertexMode(base_url.rstrip("/") if base_url else EXPRESS_BASE_URL)
-            self.errors = ApiErrors("Vertex AI", ("GOOGLE_API_KEY",))
+            self.errors = EmbeddingErrors("Vertex AI", ("GOOGLE_API_KEY",))
             return
         self.api_key = None
         if not project:
@@ -151,7 +140,7 @@ class GoogleEmbedding(RestEmbedder):
         )
         root = base_url.rstrip("/") if base_url else f"https://{host}/v1"
         self.vertex = VertexMode(root, project, location)
-        self.errors = ApiErrors("Vertex AI", (TOKEN_ENV,), wording=_OAUTH_WORDING)
+        self.errors = EmbeddingErrors("Vertex AI", (TOKEN_ENV,), wording=_OAUTH_WORDING)
 
     def _requires_key(self) -> bool:
         return not vertex_requested()  # Vertex AI: OAuth unless a key is given

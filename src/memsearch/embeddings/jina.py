@@ -9,9 +9,13 @@ An unknown model gets one trial embed for its dimension rather than a guess. The
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from memsearch.embeddings.base import ApiErrors
+from memsearch.embeddings.base import EmbeddingErrors, RemoteOptions
+from memsearch.http import ApiErrors
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 from memsearch.embeddings.rest import RestEmbedder
 
 
@@ -36,24 +40,14 @@ class JinaEmbedding(RestEmbedder):
     default_model = "jina-embeddings-v4"
     default_batch_size = 128
     default_base_url = "https://api.jina.ai/v1"
-    api_errors: ClassVar[ApiErrors] = ApiErrors("Jina AI", ("JINA_API_KEY",))
+    api_errors: ClassVar[ApiErrors] = EmbeddingErrors("Jina AI", ("JINA_API_KEY",))
 
     def __init__(
-        self,
-        *,
-        model: str | None = None,
-        batch_size: int = 0,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 0,
-        task: str | None = None,
-        dimensions: int | None = None,
+        self, *, task: str | None = None, dimensions: int | None = None, **options: Unpack[RemoteOptions]
     ) -> None:
         self._fixed_task = task
         self._dimensions = dimensions
-        super().__init__(
-            model=model, batch_size=batch_size, base_url=base_url, api_key=api_key, timeout=timeout
-        )
+        super().__init__(**options)
 
     def _known_dimension(self) -> int | None:
         if self._dimensions:

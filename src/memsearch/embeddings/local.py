@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 from sentence_transformers import SentenceTransformer
 
-from memsearch.embeddings.base import ApiErrors, BatchingEmbedder
+from memsearch.embeddings.base import BatchingEmbedder, EmbeddingErrors
+from memsearch.http import ApiErrors
 
 
 def _device() -> str:
@@ -36,7 +37,7 @@ class LocalEmbedding(BatchingEmbedder):
     provider_name = "local"
     default_model = "all-MiniLM-L6-v2"
     default_batch_size = 64
-    api_errors: ClassVar[ApiErrors] = ApiErrors("sentence-transformers")
+    api_errors: ClassVar[ApiErrors] = EmbeddingErrors("sentence-transformers")
 
     def __init__(self, *, model: str | None = None, batch_size: int = 0) -> None:
         super().__init__(model=model, batch_size=batch_size)

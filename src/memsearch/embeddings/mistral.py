@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from memsearch.embeddings.base import ApiErrors
+from memsearch.embeddings.base import EmbeddingErrors
 from memsearch.embeddings.rest import RestEmbedder
+from memsearch.http import ApiErrors
 
 MISTRAL_DIMENSIONS: dict[str, int] = {
     "mistral-embed": 1024,
@@ -24,4 +25,4 @@ class MistralEmbedding(RestEmbedder):
     default_batch_size = 64
     default_base_url = "https://api.mistral.ai/v1"
     known_dimensions = MISTRAL_DIMENSIONS
-    api_errors: ClassVar[ApiErrors] = ApiErrors("Mistral", ("MISTRAL_API_KEY",))
+    api_errors: ClassVar[ApiErrors] = EmbeddingErrors("Mistral", ("MISTRAL_API_KEY",))

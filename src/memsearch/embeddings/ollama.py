@@ -12,8 +12,9 @@ import os
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from memsearch.embeddings.base import ApiErrors
+from memsearch.embeddings.base import EmbeddingErrors
 from memsearch.embeddings.rest import RestEmbedder
+from memsearch.http import ApiErrors
 
 DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_PORT = 11434
@@ -69,21 +70,10 @@ class OllamaEmbedding(RestEmbedder):
     default_batch_size = 64
     key_required = False  # Ollama itself takes no key; one is sent if given (e.g. behind a proxy)
     timeout = 300.0  # the first request loads the model into memory
-    api_errors: ClassVar[ApiErrors] = ApiErrors("Ollama", ("OLLAMA_API_KEY",))
+    api_errors: ClassVar[ApiErrors] = EmbeddingErrors("Ollama", ("OLLAMA_API_KEY",))
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        batch_size: int = 0,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 0,
-    ) -> None:
-        super().__init__(
-            model=model, batch_size=batch_size, base_url=base_url, api_key=api_key, timeout=timeout
-        )
-        self.errors = ApiErrors(
+    def _configure(self, *, base_url: str | None, api_key: str | None) -> None:
+        self.errors = EmbeddingErrors(
             "Ollama",
             ("OLLAMA_API_KEY",),
             ((404, f"Pull the model first: ollama pull {self._model}"),),

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from memsearch.embeddings.base import ApiErrors
+from memsearch.embeddings.base import EmbeddingErrors
 from memsearch.embeddings.rest import RestEmbedder
+from memsearch.http import ApiErrors
 
 VOYAGE_DIMENSIONS: dict[str, int] = {
     "voyage-4-large": 1024,
@@ -32,7 +33,7 @@ class VoyageEmbedding(RestEmbedder):
     default_batch_size = 128
     default_base_url = "https://api.voyageai.com/v1"
     known_dimensions = VOYAGE_DIMENSIONS
-    api_errors: ClassVar[ApiErrors] = ApiErrors("Voyage AI", ("VOYAGE_API_KEY",))
+    api_errors: ClassVar[ApiErrors] = EmbeddingErrors("Voyage AI", ("VOYAGE_API_KEY",))
 
     def _body(self, texts: list[str], *, query: bool) -> dict[str, Any]:
         return {"model": self._model, "input": texts, "input_type": INPUT_TYPES[query]}

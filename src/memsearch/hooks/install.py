@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.errors import ConfigError
+from memsearch.files import atomic_write
 
 __all__ = [
     "CODEX_HOOKS",
@@ -210,13 +211,6 @@ def _check_feature(text: str, path: Path) -> None:
         )
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def install_codex(plugin_dir: Path, *, home: Path | None = None, env: Mapping[str, str] | None = None) -> str:
     """Install the Codex hooks and skills for the plugin at ``plugin_dir``; returns a report."""
     env = os.environ if env is None else env
@@ -251,11 +245,11 @@ def install_codex(plugin_dir: Path, *, home: Path | None = None, env: Mapping[st
     if hooks_file.exists():
         shutil.copy2(hooks_file, hooks_file.with_name("hooks.json.bak"))
     merged = merge_codex_hooks(hooks_data, commands, extra_markers=(str(shim),))
-    _write_atomic(hooks_file, json.dumps(merged, indent=2) + "\n")
+    atomic_write(hooks_file, json.dumps(merged, indent=2) + "\n")
     new_config = enable_codex_hooks_feature(config_text)
     _check_feature(new_config, config_file)
     if new_config != config_text:
-        _write_atomic(config_file, new_config)
+        atomic_write(config_file, new_config)
     return "\n".join(
         [
             f"memsearch hooks for Codex installed in {hooks_file} ({', '.join(CODEX_HOOKS)})",

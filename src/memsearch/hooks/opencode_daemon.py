@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memsearch.files import lock_file
 from memsearch.hooks.base import HookContext, HookInput
 from memsearch.hooks.summarize import log
 
@@ -273,11 +274,8 @@ def _defer(pid_file: Path, parent: int) -> bool:
 
 
 def _locked_pass(project: Path, db: Path, lock: Path, final: bool) -> None:
-    import fcntl
-
     try:
-        with open(lock, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        with lock_file(lock, mode=0o666):
             run_pass(project, db, final=final)
     except Exception as exc:  # one bad pass must not end capture for the session
         log(f"opencode capture pass failed: {type(exc).__name__}: {exc}")

@@ -27,9 +27,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from memsearch.files import atomic_write, lock_file
 
 __all__ = [
     "INDEX_PID",
@@ -266,12 +268,6 @@ def read_pid(path: Path) -> int | None:
         return None
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def stop_process(pid: int, expected: Sequence[str], grace: float = STOP_GRACE) -> bool:
     """SIGTERM ``pid`` if it is ours (see :func:`is_running`), SIGKILL after ``grace`` seconds.
 
@@ -291,19 +287,6 @@ def stop_process(pid: int, expected: Sequence[str], grace: float = STOP_GRACE) -
     return True
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def _read_users(path: Path) -> list[WatchUser]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -313,7 +296,7 @@ def _read_users(path: Path) -> list[WatchUser]:
 
 
 def _write_users(path: Path, users: Sequence[WatchUser]) -> None:
-    _write_atomic(path, "".join(f"{u.line()}\n" for u in users))
+    atomic_write(path, "".join(f"{u.line()}\n" for u in users))
 
 
 def _watch_tail(memory_dir: Path) -> list[str]:
@@ -336,13 +319,13 @@ def retain_watch(
     """
     pid_file = memsearch_dir / WATCH_PID
     users_file = memsearch_dir / WATCH_SESSIONS
-    with _locked(memsearch_dir / PROCESS_LOCK):
+    with lock_file(memsearch_dir / PROCESS_LOCK):
         pid = read_pid(pid_file)
         users = [u for u in _read_users(users_file) if u.key != user.key and u.alive()]
         started = not is_running(pid, _watch_tail(memory_dir))
         if started:
             pid = spawn_detached(argv, log=memsearch_dir / WATCH_LOG, env=env, cwd=cwd)
-            _write_atomic(pid_file, f"{pid}\n")
+            atomic_write(pid_file, f"{pid}\n")
             users = []
         _write_users(users_file, [*users, user])
     assert pid is not None
@@ -352,7 +335,7 @@ def retain_watch(
 def hold_watch(memsearch_dir: Path, memory_dir: Path, user: WatchUser) -> bool:
     """Count ``user`` as a user of the running watch (none is started). True if one runs."""
     users_file = memsearch_dir / WATCH_SESSIONS
-    with _locked(memsearch_dir / PROCESS_LOCK):
+    with lock_file(memsearch_dir / PROCESS_LOCK):
         if not is_running(read_pid(memsearch_dir / WATCH_PID), _watch_tail(memory_dir)):
             return False
         users = [u for u in _read_users(users_file) if u.key != user.key]
@@ -371,7 +354,7 @@ def release_watch(memsearch_dir: Path, memory_dir: Path, key: str) -> bool:
     users_file = memsearch_dir / WATCH_SESSIONS
     if not pid_file.exists():
         return False
-    with _locked(memsearch_dir / PROCESS_LOCK):
+    with lock_file(memsearch_dir / PROCESS_LOCK):
         users = [u for u in _read_users(users_file) if u.key != key and u.alive()]
         if users:
             _write_users(users_file, users)
@@ -411,7 +394,7 @@ def guard_watch(
                 continue
             if time.monotonic() - last_used < grace:
                 continue
-            with _locked(memsearch_dir / PROCESS_LOCK):
+            with lock_file(memsearch_dir / PROCESS_LOCK):
                 if in_use():
                     last_used = time.monotonic()
                     continue
@@ -439,9 +422,9 @@ def start_index(
     Returns the new pid, or None when the previous run is still going.
     """
     pid_file = memsearch_dir / INDEX_PID
-    with _locked(memsearch_dir / PROCESS_LOCK):
+    with lock_file(memsearch_dir / PROCESS_LOCK):
         if is_running(read_pid(pid_file), ["memsearch", "index", str(memory_dir)]):
             return None
         pid = spawn_detached(argv, log=memsearch_dir / INDEX_LOG, env=env, cwd=cwd)
-        _write_atomic(pid_file, f"{pid}\n")
+        atomic_write(pid_file, f"{pid}\n")
     return pid

@@ -18,6 +18,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from memsearch import files
 from memsearch.errors import UnsafeRunDirError
 
 #: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
@@ -143,19 +144,7 @@ def lock_is_held(lock: Path) -> bool:
 
     Raises OSError when the lock path is not a regular file we can open (never follows a link).
     """
-    import fcntl
-
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops a lock we may just have taken
-    return False
+    return files.lock_is_held(lock)
 
 
 def clean_stale(paths: ServicePaths) -> bool:

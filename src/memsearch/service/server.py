@@ -30,6 +30,7 @@ from memsearch.errors import (
     ServiceRunningError,
     UnsafeRunDirError,
 )
+from memsearch.files import atomic_write, try_lock
 from memsearch.service.paths import file_kind, private_dir, read_info, service_paths
 from memsearch.service.protocol import (
     MAX_REQUEST_BYTES,
@@ -105,8 +106,6 @@ class MemoryService:
 
     def acquire(self) -> None:
         """Become the one service of this store, or raise ServiceRunningError."""
-        import fcntl
-
         private_dir(self.paths.lock.parent)
         private_dir(self.paths.socket.parent)
         for path, kind in ((self.paths.lock, stat.S_ISREG), (self.paths.socket, stat.S_ISSOCK)):
@@ -119,16 +118,13 @@ class MemoryService:
                         hint=f"remove it (`rm -rf {path}`) and start the service again",
                     )
         try:
-            fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = try_lock(self.paths.lock)
         except OSError as exc:
             raise ServiceError(
                 f"cannot open the memory service's lock file {self.paths.lock} ({exc})",
                 hint=f"check {self.paths.lock.parent}; remove the file if it is broken",
             ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        if fd is None:
             pid = read_info(self.paths).get("pid", "?")
             raise ServiceRunningError(
                 f"a memsearch service is already running for {self.paths.store} (pid {pid})",
@@ -172,9 +168,7 @@ class MemoryService:
             "socket": str(self.paths.socket),
             "started_at": self.started_at,
         }
-        tmp = self.paths.info.with_name(self.paths.info.name + ".tmp")
-        tmp.write_text(json.dumps(info), encoding="utf-8")
-        os.replace(tmp, self.paths.info)
+        atomic_write(self.paths.info, json.dumps(info))
 
     def warm(self, settings: dict[str, Any]) -> MemSearch:
         """Open the store and load the model for ``settings`` now, so the first request is fast.

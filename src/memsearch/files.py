@@ -1,0 +1,137 @@
+"""Writing a file so no reader sees half of it, and taking turns on a file with other processes.
+
+This module owns :func:`atomic_write` (a temp file beside the target, then ``os.replace``) and the
+advisory locks (``flock``): :func:`exclusive` on an open file, :func:`lock_file` (wait for a lock
+file), :func:`try_lock` (take it or learn it is taken) and :func:`lock_is_held` (probe).
+
+Why one module: manifests, index state, the config, the service's info file, the hook bookkeeping
+and the Codex config are all rewritten while other processes may read them, and the journal, the
+watch registry, the OpenCode capture passes and the memory service all serialise on a lock. Each of
+those once had its own copy of the same few lines; the details that are easy to get wrong (a temp
+name unique per writer, removing the temp file on failure, never following a link to a lock,
+close-on-exec) now live in one place. Stdlib only, cheap to import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["atomic_write", "exclusive", "lock_file", "lock_is_held", "try_lock"]
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    data: str | bytes,
+    *,
+    private: bool = False,
+    keep_mode: bool = False,
+    fsync: bool = False,
+) -> None:
+    """Replace ``path``'s content with ``data`` (text is UTF-8) in one step, creating its directory.
+
+    The data goes to a temp file in the same directory, named uniquely for this writer (concurrent
+    writers never share one), which then replaces ``path``; on failure the temp file is removed and
+    the ``OSError`` raised. A new file gets mode 0600 when ``private`` (it may hold keys), else the
+    usual mode (0666 less the umask); with ``keep_mode`` an existing file keeps its mode. ``fsync``
+    flushes the data to disk before the rename (for files a crash must not empty).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o600 if private else 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if keep_mode:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def exclusive(fh: IO[Any]) -> Iterator[None]:
+    """Hold an exclusive lock on the open file ``fh`` for the block (waits for other holders)."""
+    if sys.platform == "win32":  # pragma: no cover - the hooks and the service run on POSIX hosts
+        import msvcrt
+
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
+        try:
+            yield
+        finally:
+            fh.seek(0)
+            msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def lock_file(path: str | os.PathLike[str], *, mode: int = 0o600) -> Iterator[None]:
+    """Hold an exclusive lock on the lock file ``path`` (created, with ``mode``, as needed) for the
+    block, waiting while another process holds it."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), mode)
+    with os.fdopen(fd, "r+b", buffering=0) as fh, exclusive(fh):
+        yield
+
+
+def try_lock(path: str | os.PathLike[str], *, mode: int = 0o600) -> int | None:
+    """Take the lock file ``path`` without waiting: its open descriptor (the lock lasts until it is
+    closed), or ``None`` when another process holds it.
+
+    Never follows a link at ``path``; raises ``OSError`` when the file cannot be opened or created.
+    """
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def lock_is_held(path: str | os.PathLike[str]) -> bool:
+    """Whether some process holds the lock file ``path`` (``False`` when there is no such file).
+
+    Never follows a link and never creates the file; raises ``OSError`` when it cannot be opened.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock we may just have taken
+    return False
