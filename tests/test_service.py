@@ -103,6 +103,7 @@ def service(uri: str) -> Iterator[subprocess.Popen[str]]:
 CLIENT_MODULES = {
     "memsearch",
     "memsearch.errors",
+    "memsearch.files",
     "memsearch.interface",
     "memsearch.service",
     "memsearch.service.client",
