@@ -44,6 +44,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memsearch import errors
+from memsearch.store.filters import escape_filter_value, source_equals, source_prefix_filter
+from memsearch.store.rows import (
+    FIELD_MAX_BYTES,
+    QUERY_FIELDS,
+    UPSERT_MAX_BYTES,
+    UPSERT_MAX_ROWS,
+    batches,
+    chunked,
+    prepare_rows,
+    stored_value,
+    truncate_utf8,
+)
 from memsearch.uri import SERVER_PREFIXES, StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
@@ -55,6 +67,34 @@ if TYPE_CHECKING:
 
     #: pymilvus' client for servers; for Lite, the in-process client answering the same calls.
     Client: TypeAlias = MilvusClient | LiteClient
+
+__all__ = [
+    "ANALYZERS",
+    "ANALYZER_CHOICES",
+    "CONNECT_TIMEOUT",
+    "DEFAULT_COLLECTION",
+    "DEFAULT_URI",
+    "DELETE_BATCH",
+    "FIELD_MAX_BYTES",
+    "HYBRID_TILT",
+    "IN_BATCH",
+    "LEGS",
+    "LOCK_POLL_INTERVAL",
+    "PAGE_SIZE",
+    "RRF_K",
+    "SEARCH_MODES",
+    "UPSERT_MAX_BYTES",
+    "UPSERT_MAX_ROWS",
+    "MilvusStore",
+    "analyzer_params_for",
+    "default_analyzer_params",
+    "escape_filter_value",
+    "fuse",
+    "hybrid_weights",
+    "lock_holders",
+    "source_prefix_filter",
+    "truncate_utf8",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -75,183 +115,20 @@ SEARCH_MODES = ("hybrid", *LEGS)
 #: the legs can give together (rank 1 in both lists), so 1.0 means "top of both lists".
 RRF_K = 60
 
-#: The fields every search/query result carries, in this order.
-_QUERY_FIELDS = ["content", "source", "heading", "chunk_hash", "heading_level", "start_line", "end_line"]
-
-#: VARCHAR limits of the schema, in UTF-8 bytes (see the module docstring for why bytes).
-FIELD_MAX_BYTES = {"chunk_hash": 64, "content": 65535, "source": 1024, "heading": 1024}
-#: Fields cut to their limit on upsert rather than failing the batch. ``chunk_hash`` is an
-#: identity and is never cut.
-_TRUNCATED_FIELDS = ("content", "source", "heading")
-
-
 CONNECT_TIMEOUT = 5.0  # seconds; an unreachable server must fail fast
 LOCK_POLL_INTERVAL = 0.2  # seconds between attempts on a locked Lite database
 PAGE_SIZE = 1000  # rows per query page (Milvus caps offset+limit at 16384)
 IN_BATCH = 256  # values per ``source in [...]`` query
 DELETE_BATCH = 1000  # primary keys per delete call
-UPSERT_MAX_ROWS = 500
-UPSERT_MAX_BYTES = 16 * 1024 * 1024  # stay well under gRPC message limits
 
 _LOCK_FILENAME = "LOCK"  # milvus-lite's advisory flock inside the database directory
 _DESCRIPTION_PROPERTY = "memsearch.description"
 _COLLECTION_NOT_FOUND = 100  # Milvus error code
 
-#: Characters a filter string literal must escape, and how. Other control characters are refused.
-_FILTER_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-#: LIKE wildcards and its escape character, escaped for the LIKE matcher (before string escaping).
-_LIKE_ESCAPES = {"\\": "\\\\", "%": "\\%", "_": "\\_"}
-
 _GENERIC_HINT = (
     "Check the Milvus server's logs; if the index is damaged, `memsearch reset --yes` and "
     "re-indexing rebuild it from the markdown files."
 )
-
-
-# --- filter expressions ---------------------------------------------------------------------
-
-
-def escape_filter_value(value: str) -> str:
-    """Escape ``value`` for use inside a double-quoted Milvus filter string literal.
-
-    Every filter this package builds from user data goes through here, so a source path or chunk
-    hash containing ``"`` or ``\\`` can never change the meaning of the expression. Newline, CR
-    and tab become their escape sequences; other control characters are refused, as Milvus string
-    literals have no portable escape for them (milvus-lite knows only ``\\n``, ``\\r``, ``\\t``).
-    """
-    value = _utf8_safe(value)
-    out = []
-    for ch in value:
-        escaped = _FILTER_ESCAPES.get(ch)
-        if escaped is not None:
-            out.append(escaped)
-        elif ord(ch) < 0x20 or ch == "\x7f":
-            raise errors.StoreError(
-                f"Cannot filter on a value containing the control character U+{ord(ch):04X}: {value!r}",
-                hint="rename the file so its path has no control characters",
-            )
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _like_escape(value: str) -> str:
-    """Make ``value`` match itself literally in a LIKE pattern (then string-escape it).
-
-    Milvus unescapes backslashes twice: once reading the string literal, once in the LIKE
-    matcher, so a literal ``_`` is written ``\\\\_`` in the expression. Verified on milvus-lite
-    (embedded and server); Milvus server handles these escapes since the 2.5/2.6 fixes for
-    milvus-io/milvus#43864, so on older servers a prefix containing ``%`` or ``_`` may not match.
-    """
-    return escape_filter_value("".join(_LIKE_ESCAPES.get(ch, ch) for ch in value))
-
-
-def source_prefix_filter(prefix: str) -> str:
-    """A filter matching ``source`` equal to ``prefix`` or inside it, on path boundaries.
-
-    ``/notes/docs`` matches ``/notes/docs`` and ``/notes/docs/a.md`` but not ``/notes/docs2/b.md``
-    (the original matched any string prefix). A trailing separator is ignored; ``/`` matches every
-    absolute path; an empty prefix matches everything. The expression is parenthesised so callers
-    can combine it with ``and``.
-    """
-    separators = list(dict.fromkeys(["/", os.sep]))
-    stripped = prefix.rstrip("".join(separators))
-    if not prefix:
-        return 'source like "%"'
-    clauses = [f'source == "{escape_filter_value(stripped)}"'] if stripped else []
-    for sep in separators:
-        literal = stripped + sep
-        # milvus-lite evaluates LIKE with pyarrow, whose fast path for "<literal>%" mishandles an
-        # escaped backslash (verified with pyarrow 26); "_%" (at least one more character, which
-        # every file under a directory has) takes its general path instead.
-        tail = "_%" if "\\" in literal else "%"
-        clauses.append(f'source like "{_like_escape(literal)}{tail}"')
-    return "(" + " or ".join(clauses) + ")"
-
-
-def _source_equals(source: str) -> str:
-    return f'source == "{escape_filter_value(_stored_value("source", source))}"'
-
-
-# --- values ---------------------------------------------------------------------------------
-
-
-def _utf8_safe(text: str) -> str:
-    """``text`` with lone surrogates (undecodable file names) replaced by U+FFFD.
-
-    Milvus only carries valid UTF-8; replacing them the same way on write and in filters keeps
-    such a file findable instead of failing its batch.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
-    return text
-
-
-def truncate_utf8(text: str, max_bytes: int) -> str:
-    """The longest prefix of ``text`` whose UTF-8 encoding fits in ``max_bytes`` (whole characters)."""
-    encoded = text.encode("utf-8")
-    if len(encoded) <= max_bytes:
-        return text
-    return encoded[:max_bytes].decode("utf-8", errors="ignore")
-
-
-def _stored_value(field: str, value: str) -> str:
-    """The value Milvus will hold for ``field`` after upsert's cleaning and truncation."""
-    cleaned = _utf8_safe(value)
-    if field in _TRUNCATED_FIELDS:
-        cleaned = truncate_utf8(cleaned, FIELD_MAX_BYTES[field])
-    return cleaned
-
-
-def _prepare_rows(chunks: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Copy rows with long text fields truncated and duplicate chunk hashes collapsed (last wins).
-
-    Duplicate primary keys in one upsert are undefined behaviour in Milvus (§23.5).
-    """
-    rows: dict[Any, dict[str, Any]] = {}
-    for chunk in chunks:
-        row = dict(chunk)
-        for field in _TRUNCATED_FIELDS:
-            value = row.get(field)
-            if isinstance(value, str):
-                stored = _stored_value(field, value)
-                if len(stored) < len(value):
-                    logger.warning(
-                        "Truncated %s of chunk %s from %d to %d characters (Milvus limit %d bytes)",
-                        field,
-                        row.get("chunk_hash"),
-                        len(value),
-                        len(stored),
-                        FIELD_MAX_BYTES[field],
-                    )
-                row[field] = stored
-        key = row.get("chunk_hash")
-        rows.pop(key, None)
-        rows[key] = row
-    return list(rows.values())
-
-
-def _row_size(row: dict[str, Any]) -> int:
-    text = sum(len(v) * 4 for v in row.values() if isinstance(v, str))
-    vector = row.get("embedding")
-    return text + (len(vector) * 8 if isinstance(vector, Sequence) else 0) + 256
-
-
-def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """Split rows into upsert calls bounded by row count and (estimated) message size."""
-    batch: list[dict[str, Any]] = []
-    size = 0
-    for row in rows:
-        row_size = _row_size(row)
-        if batch and (len(batch) >= UPSERT_MAX_ROWS or size + row_size > UPSERT_MAX_BYTES):
-            yield batch
-            batch, size = [], 0
-        batch.append(row)
-        size += row_size
-    if batch:
-        yield batch
 
 
 # --- fusion -----------------------------------------------------------------------------------
@@ -300,11 +177,6 @@ def fuse(
         result["score"] = min(1.0, scores[key] / best)  # rank 1 in both: 1.0, not 1.0000000000000002
         fused.append(result)
     return fused
-
-
-def _chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 # --- quieting the driver's own logging ------------------------------------------------------
@@ -1005,7 +877,7 @@ class MilvusStore:
         self.ensure_collection()
         self._ready_analyzer()
         written = 0
-        for batch in _batches(_prepare_rows(chunks)):
+        for batch in batches(prepare_rows(chunks)):
             result = self._call("upsert", self._collection, data=batch)
             count = result.get("upsert_count") if isinstance(result, dict) else None
             written += int(count) if count is not None else len(batch)
@@ -1014,7 +886,7 @@ class MilvusStore:
     def delete_by_source(self, source: str) -> None:
         """Delete every chunk of one source file."""
         self._require_collection()
-        self._call("delete", self._collection, filter=_source_equals(source))
+        self._call("delete", self._collection, filter=source_equals(source))
 
     def delete_by_hashes(self, hashes: Iterable[str]) -> None:
         """Delete chunks by primary key (no-op for none)."""
@@ -1022,7 +894,7 @@ class MilvusStore:
         if not ids:
             return
         self._require_collection()
-        for batch in _chunked(ids, DELETE_BATCH):
+        for batch in chunked(ids, DELETE_BATCH):
             self._call("delete", self._collection, ids=list(batch))
 
     def drop(self) -> None:
@@ -1092,7 +964,7 @@ class MilvusStore:
                 search_params=params,
                 limit=top_k,
                 filter=filter_expr,
-                output_fields=_QUERY_FIELDS,
+                output_fields=QUERY_FIELDS,
             )
         except errors.CollectionNotFoundError:
             raise
@@ -1108,7 +980,7 @@ class MilvusStore:
     def _hit_to_result(hit: Any, score: Callable[[float], float]) -> dict[str, Any]:
         """A result dict; ``score`` maps the driver's distance to the result's score."""
         entity = hit.get("entity") or {}
-        result = {field: entity.get(field) for field in _QUERY_FIELDS}
+        result = {field: entity.get(field) for field in QUERY_FIELDS}
         if result["chunk_hash"] is None:
             result["chunk_hash"] = hit.get("chunk_hash", hit.get("id"))
         distance = float(hit.get("distance", 0.0))
@@ -1152,7 +1024,7 @@ class MilvusStore:
         """Every chunk matching ``filter_expr`` (all chunks when empty), with the seven result fields."""
         expr = filter_expr or 'chunk_hash != ""'
         return [
-            {field: row.get(field) for field in _QUERY_FIELDS} for row in self._iter_rows(expr, _QUERY_FIELDS)
+            {field: row.get(field) for field in QUERY_FIELDS} for row in self._iter_rows(expr, QUERY_FIELDS)
         ]
 
     def get_by_hash(self, chunk_hash: str) -> dict[str, Any] | None:
@@ -1162,14 +1034,14 @@ class MilvusStore:
             "query",
             self._collection,
             filter=f'chunk_hash == "{escape_filter_value(chunk_hash)}"',
-            output_fields=_QUERY_FIELDS,
+            output_fields=QUERY_FIELDS,
             limit=1,
         )
-        return {field: rows[0].get(field) for field in _QUERY_FIELDS} if rows else None
+        return {field: rows[0].get(field) for field in QUERY_FIELDS} if rows else None
 
     def hashes_by_source(self, source: str) -> set[str]:
         """Chunk hashes stored for one source file."""
-        return {row["chunk_hash"] for row in self._iter_rows(_source_equals(source), ["chunk_hash"])}
+        return {row["chunk_hash"] for row in self._iter_rows(source_equals(source), ["chunk_hash"])}
 
     def hashes_by_sources(self, sources: Iterable[str]) -> dict[str, set[str]]:
         """Chunk hashes for many source files with few queries; every requested source is a key."""
@@ -1177,9 +1049,9 @@ class MilvusStore:
         result: dict[str, set[str]] = {source: set() for source in wanted}
         by_stored: dict[str, list[str]] = {}
         for source in wanted:
-            by_stored.setdefault(_stored_value("source", source), []).append(source)
+            by_stored.setdefault(stored_value("source", source), []).append(source)
         stored = list(by_stored)
-        for batch in _chunked(stored, max(1, IN_BATCH)):
+        for batch in chunked(stored, max(1, IN_BATCH)):
             values = ", ".join(f'"{escape_filter_value(value)}"' for value in batch)
             for row in self._iter_rows(f"source in [{values}]", ["chunk_hash", "source"]):
                 for source in by_stored.get(row["source"], ()):
