@@ -32,8 +32,6 @@ import importlib.util
 import json
 import logging
 import marshal
-import os
-import re
 import sys
 import tempfile
 import threading
@@ -44,6 +42,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memsearch import errors
+from memsearch.store.driver_errors import (
+    GENERIC_HINT,
+    damaged_error,
+    describe_holders,
+    driver_message,
+    generic_open_error,
+    is_damage,
+    is_driver_error,
+    legacy_file_error,
+    lock_holders,
+    lock_is_held,
+    locked_hint,
+    milvus_lite_major,
+    quiet,
+)
 from memsearch.store.filters import escape_filter_value, source_equals, source_prefix_filter
 from memsearch.store.fusion import HYBRID_TILT, LEGS, RRF_K, SEARCH_MODES, fuse, hit_to_result, hybrid_weights
 from memsearch.store.rows import (
@@ -108,229 +121,8 @@ PAGE_SIZE = 1000  # rows per query page (Milvus caps offset+limit at 16384)
 IN_BATCH = 256  # values per ``source in [...]`` query
 DELETE_BATCH = 1000  # primary keys per delete call
 
-_LOCK_FILENAME = "LOCK"  # milvus-lite's advisory flock inside the database directory
 _DESCRIPTION_PROPERTY = "memsearch.description"
 _COLLECTION_NOT_FOUND = 100  # Milvus error code
-
-_GENERIC_HINT = (
-    "Check the Milvus server's logs; if the index is damaged, `memsearch reset --yes` and "
-    "re-indexing rebuild it from the markdown files."
-)
-
-
-# --- quieting the driver's own logging ------------------------------------------------------
-
-#: Loggers that print driver-side tracebacks for failures we already turn into typed errors
-#: (pymilvus logs every failed RPC with a traceback at ERROR; milvus-lite logs a failed open).
-_QUIET_LOGGERS = (
-    "pymilvus.decorators",
-    "pymilvus.client.grpc_handler",
-    "pymilvus.client.connection_manager",
-    "pymilvus.client.iterator.query_iterator",
-    "milvus_lite.server_manager",
-    # "manifest.json failed to load, falling back to ...": a damaged database is reported once, as
-    # a StoreDamagedError, or not at all when the fallback worked.
-    "milvus_lite.storage.manifest",
-)
-_quiet_state = threading.local()
-
-
-class _CaptureFilter(logging.Filter):
-    """Drops records logged on this thread inside :func:`_quiet`, keeping their exceptions."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        captured: list[BaseException] | None = getattr(_quiet_state, "captured", None)
-        if captured is None:
-            return True
-        if record.exc_info and record.exc_info[1] is not None:
-            captured.append(record.exc_info[1])
-        return False
-
-
-_CAPTURE_FILTER = _CaptureFilter()
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[list[BaseException]]:
-    """Silence the driver's log output on this thread; yield the exceptions it logged."""
-    for name in _QUIET_LOGGERS:
-        logging.getLogger(name).addFilter(_CAPTURE_FILTER)  # idempotent
-    previous = getattr(_quiet_state, "captured", None)
-    captured: list[BaseException] = []
-    _quiet_state.captured = captured
-    try:
-        yield captured
-    finally:
-        _quiet_state.captured = previous
-
-
-def _is_driver_error(exc: BaseException) -> bool:
-    return type(exc).__module__.split(".", 1)[0] in {"pymilvus", "grpc", "milvus_lite"}
-
-
-def _driver_message(exc: BaseException) -> tuple[Any, str]:
-    code = getattr(exc, "code", None)
-    if callable(code):  # grpc.RpcError
-        with contextlib.suppress(Exception):
-            code = code()
-        code = getattr(code, "name", code)
-    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    if callable(message):
-        message = str(exc)
-    return code, str(message)
-
-
-# --- Milvus Lite: locks -------------------------------------------------------------------
-
-
-def _lock_is_held(db_dir: Path) -> bool:
-    """Whether some process holds milvus-lite's flock on ``db_dir`` (POSIX only)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        return False
-    try:
-        fd = os.open(db_dir / _LOCK_FILENAME, os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
-def lock_holders(db_dir: Path) -> list[tuple[int, str]]:
-    """Best effort: (pid, command line) of processes with ``db_dir``'s LOCK file open (Linux /proc)."""
-    target = os.path.realpath(db_dir / _LOCK_FILENAME)
-    proc = Path("/proc")
-    holders: list[tuple[int, str]] = []
-    if not proc.is_dir():
-        return holders
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fds = list(os.scandir(entry / "fd"))
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(fd.path) != target:
-                    continue
-            except OSError:
-                continue
-            holders.append((int(entry.name), _cmdline(entry)))
-            break
-    return holders
-
-
-def _cmdline(proc_dir: Path) -> str:
-    try:
-        raw = (proc_dir / "cmdline").read_bytes()
-    except OSError:
-        return ""
-    text = " ".join(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def _describe_holders(db_dir: Path) -> str:
-    holders = lock_holders(db_dir)
-    if not holders:
-        return "another process"
-    described = [f"process {pid} ({cmd})" if cmd else f"process {pid}" for pid, cmd in holders]
-    return ", ".join(described)
-
-
-def _locked_hint(db_dir: Path) -> str:
-    """What to do about a held database: use the memory service if that is the holder."""
-    if any("memsearch" in cmd and (" serve" in cmd or " watch" in cmd) for _, cmd in lock_holders(db_dir)):
-        return (
-            "That is the memsearch memory service: commands use it by themselves unless "
-            "MEMSEARCH_NO_SERVICE is set; unset it, or stop the service first."
-        )
-    return "Stop it, or run `memsearch serve` so processes share one store."
-
-
-def _milvus_lite_major() -> int | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return int(version("milvus-lite").split(".", 1)[0])
-    except (PackageNotFoundError, ValueError):
-        return None
-
-
-def _legacy_file_error(path: Path, major: int) -> errors.StoreConnectionError:
-    return errors.StoreConnectionError(
-        f"Could not open the Milvus Lite database at {path}: Milvus Lite {major}.x stores a database "
-        "as a directory, but this path is a file",
-        hint=(
-            "If it is a database from Milvus Lite 2.x, move it aside and rebuild the index with "
-            "`memsearch index`; otherwise check --milvus-uri, or use a Milvus server or Zilliz Cloud."
-        ),
-    )
-
-
-# --- Milvus Lite: damaged databases ---------------------------------------------------------
-
-#: The engine's own verdicts on files it could not read back.
-_DAMAGE_ERRORS = frozenset({"ManifestCorruptedError", "WALCorruptedError"})
-#: Engine functions that read the database's files (schema, manifest, Parquet segments, vector
-#: indexes): a decoding failure raised inside one means a file holds something it never wrote.
-_READING_FRAME = re.compile(r"_?(load|read)(_|$)")
-
-
-def _is_damage(exc: BaseException) -> bool:
-    """Whether a Milvus Lite failure comes from unreadable database files (not a full disk, a
-    permission problem or a bad request): the engine said so, or a JSON/Parquet/NumPy decoding
-    error (not one of the engine's own errors) came out of one of its reading functions."""
-    if type(exc).__name__ in _DAMAGE_ERRORS:
-        return True
-    chain = [exc] + ([exc.__cause__] if exc.__cause__ is not None else [])
-    if any(isinstance(e, (OSError, MemoryError)) for e in chain):
-        return False
-    for e in chain:
-        if type(e).__module__.split(".", 1)[0] == "milvus_lite":
-            continue  # the engine's own errors are judged by their type (above), not where they arose
-        tb = e.__traceback__
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if "milvus_lite" in code.co_filename and _READING_FRAME.match(code.co_name):
-                return True
-            tb = tb.tb_next
-    return False
-
-
-def _damaged_error(path: Path, cause: BaseException) -> errors.StoreDamagedError:
-    _, message = _driver_message(cause)
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return errors.StoreDamagedError(
-        f"The Milvus Lite database {path} is damaged: a file in it cannot be read ({message})",
-        hint=(
-            "The markdown files are the source of truth: run `memsearch reset --yes` (with the same "
-            f"--milvus-uri/--collection), or delete {path}, then `memsearch index <paths>` to rebuild it."
-        ),
-    )
-
-
-def _generic_open_error(path: Path, cause: BaseException) -> errors.StoreError:
-    if _is_damage(cause):
-        return _damaged_error(path, cause)
-    _, message = _driver_message(cause)
-    return errors.StoreConnectionError(
-        f"Could not open the Milvus Lite database at {path}: {message}. Possible causes: another "
-        "process already has the database open, wrong permissions, or a damaged database",
-        hint=(
-            "Close other processes using it and verify that the path is writable; preserve the "
-            "database (copy it aside) and inspect the logs before attempting any recovery."
-        ),
-    )
 
 
 # --- the analyzer ---------------------------------------------------------------------------
@@ -522,9 +314,9 @@ class MilvusStore:
                 ),
             )
         if path.is_file():
-            major = _milvus_lite_major()
+            major = milvus_lite_major()
             if major is not None and major >= 3:
-                raise _legacy_file_error(path, major)
+                raise legacy_file_error(path, major)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -540,24 +332,24 @@ class MilvusStore:
         waited = False
         while True:
             failure: BaseException | None = None
-            with _quiet() as captured:
+            with quiet() as captured:
                 try:
                     client = LiteClient(str(path))
                 except Exception as exc:
-                    if not _is_driver_error(exc):
+                    if not is_driver_error(exc):
                         raise
                     failure = exc
             if failure is None:
                 return client
             cause = captured[0] if captured else failure
-            if type(cause).__name__ != "DataDirLockedError" and not _lock_is_held(path):
-                raise _generic_open_error(path, cause) from cause
+            if type(cause).__name__ != "DataDirLockedError" and not lock_is_held(path):
+                raise generic_open_error(path, cause) from cause
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise errors.StoreLockedError(
-                    f"The Milvus Lite database {path} is in use by {_describe_holders(path)}"
+                    f"The Milvus Lite database {path} is in use by {describe_holders(path)}"
                     + (f" (waited {self._lock_timeout:g} s)" if waited else ""),
-                    hint=_locked_hint(path),
+                    hint=locked_hint(path),
                 ) from cause
             if not waited:
                 logger.info("Waiting up to %g s for the Milvus Lite database %s", self._lock_timeout, path)
@@ -567,13 +359,13 @@ class MilvusStore:
     def _open_server(self) -> Client:
         from pymilvus import MilvusClient
 
-        with _quiet():
+        with quiet():
             try:
                 return MilvusClient(uri=self._location.uri, token=self._token or "", timeout=CONNECT_TIMEOUT)
             except Exception as exc:
-                if not _is_driver_error(exc):
+                if not is_driver_error(exc):
                     raise
-                _, message = _driver_message(exc)
+                _, message = driver_message(exc)
                 raise errors.StoreConnectionError(
                     f"Cannot connect to Milvus at {self._location.display}: {message}",
                     hint=(
@@ -601,11 +393,11 @@ class MilvusStore:
 
     def _guard(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call a driver function quietly; driver exceptions become memsearch errors."""
-        with _quiet():
+        with quiet():
             try:
                 return fn(*args, **kwargs)
             except Exception as exc:
-                if not _is_driver_error(exc):
+                if not is_driver_error(exc):
                     raise
                 raise self._translate(exc) from exc
 
@@ -622,15 +414,15 @@ class MilvusStore:
         return self._guard(getattr(self._client, method), *args, **kwargs)
 
     def _translate(self, exc: BaseException) -> errors.StoreError:
-        code, message = _driver_message(exc)
+        code, message = driver_message(exc)
         missing = code == _COLLECTION_NOT_FOUND or type(exc).__name__ == "CollectionNotFoundError"
         if missing and self._collection in message:
             self._exists = False
             return self._not_found()
-        if self._location.path is not None and _is_damage(exc):
-            return _damaged_error(self._location.path, exc)
+        if self._location.path is not None and is_damage(exc):
+            return damaged_error(self._location.path, exc)
         label = f"Milvus error (code {code})" if code is not None else "Milvus error"
-        return errors.StoreError(f"{label}: {message}", hint=_GENERIC_HINT)
+        return errors.StoreError(f"{label}: {message}", hint=GENERIC_HINT)
 
     def _not_found(self) -> errors.CollectionNotFoundError:
         return errors.CollectionNotFoundError(
@@ -945,7 +737,7 @@ class MilvusStore:
                     return
                 yield from batch
         finally:
-            with contextlib.suppress(Exception), _quiet():
+            with contextlib.suppress(Exception), quiet():
                 iterator.close()
 
     def query(self, *, filter_expr: str = "") -> list[dict[str, Any]]:
@@ -1015,7 +807,7 @@ class MilvusStore:
         self._closed = True
         if client is None:
             return
-        with contextlib.suppress(Exception), _quiet():
+        with contextlib.suppress(Exception), quiet():
             client.close()
 
     def __enter__(self) -> MilvusStore:
