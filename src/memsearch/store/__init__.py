@@ -28,20 +28,23 @@ Where the original falls short and this module does better:
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import json
 import logging
-import marshal
 import sys
-import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memsearch import errors
+from memsearch.store.analyzer import (
+    ANALYZER_CHOICES,
+    ANALYZERS,
+    JIEBA_QUIET,
+    analyzer_name,
+    analyzer_params_for,
+    default_analyzer_params,
+    prepare_jieba,
+)
 from memsearch.store.driver_errors import (
     GENERIC_HINT,
     damaged_error,
@@ -123,108 +126,6 @@ DELETE_BATCH = 1000  # primary keys per delete call
 
 _DESCRIPTION_PROPERTY = "memsearch.description"
 _COLLECTION_NOT_FOUND = 100  # Milvus error code
-
-
-# --- the analyzer ---------------------------------------------------------------------------
-
-
-#: Analyzer params per explicit analyzer name. ``lowercase`` keeps English matching
-#: case-insensitive on Milvus server, whose jieba tokenizer does not lowercase (milvus-lite's does,
-#: and ignores the filter). ``None`` = the standard analyzer, as in the original.
-ANALYZERS: dict[str, dict[str, Any] | None] = {
-    "standard": None,
-    "jieba": {"tokenizer": "jieba", "filter": ["lowercase"]},
-}
-#: Every value the ``analyzer`` argument accepts ("auto" = jieba when installed, else standard).
-ANALYZER_CHOICES = ("auto", *ANALYZERS)
-
-
-def default_analyzer_params() -> dict[str, Any] | None:
-    """Analyzer for ``content`` in a new collection: jieba (segments Chinese) when installed."""
-    if importlib.util.find_spec("jieba") is None:
-        return ANALYZERS["standard"]
-    return ANALYZERS["jieba"]
-
-
-def analyzer_params_for(name: str, *, local: bool) -> dict[str, Any] | None:
-    """The analyzer params for ``name`` (``"auto"``, ``"standard"`` or ``"jieba"``).
-
-    Choosing explicitly lets an evaluation compare analyzers on the same machine. Milvus Lite runs
-    jieba in this process, so ``"jieba"`` on Lite needs the ``jieba`` package; a server brings its own.
-    """
-    if name == "auto":
-        return default_analyzer_params()
-    if name not in ANALYZERS:
-        raise errors.ConfigValueError(
-            f"Unknown BM25 analyzer '{name}'. Valid: {', '.join(ANALYZER_CHOICES)}",
-            hint="use 'auto' (jieba when installed), 'standard' or 'jieba'",
-        )
-    if name == "jieba" and local and importlib.util.find_spec("jieba") is None:
-        raise errors.ConfigValueError(
-            "The jieba BM25 analyzer needs the 'jieba' package with Milvus Lite, and it is not installed",
-            hint="pip install jieba, or choose the 'standard' analyzer",
-        )
-    return ANALYZERS[name]
-
-
-def _analyzer_name(params: dict[str, Any]) -> str:
-    raw = params.get("analyzer_params")
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raw = None
-    if not isinstance(raw, dict):
-        return "standard"
-    tokenizer = raw.get("tokenizer") or raw.get("type") or "standard"
-    if isinstance(tokenizer, dict):
-        tokenizer = tokenizer.get("type", "standard")
-    return str(tokenizer)
-
-
-class _BelowWarningFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING
-
-
-#: jieba logs "Building prefix dict ..." at DEBUG through its own stderr handler whenever it loads;
-#: Milvus Lite runs jieba in our process, so that would land in the CLI's output. A filter on its
-#: logger survives jieba's import (which resets the level) and needs no import of jieba.
-_JIEBA_QUIET = _BelowWarningFilter()
-_jieba_lock = threading.Lock()
-
-
-def _prepare_jieba() -> None:
-    """Load jieba's dictionary before Milvus Lite's first tokenising call, faster than jieba does.
-
-    Milvus Lite tokenises in-process, so every process pays for jieba's dictionary on its first
-    insert or search. jieba's own loader reads its 9 MB cache with ``marshal.load`` on a file
-    object (~1.3 s here); reading the bytes first and ``marshal.loads`` takes ~0.35 s. The result
-    is identical; anything unexpected (no cache yet, a custom dictionary, another jieba version)
-    leaves the work to jieba's own initialisation.
-    """
-    try:
-        import jieba
-    except ImportError:
-        return
-    with _jieba_lock:
-        tokenizer = getattr(jieba, "dt", None)
-        if tokenizer is None or getattr(tokenizer, "initialized", True):
-            return
-        if tokenizer.dictionary != jieba.DEFAULT_DICT or tokenizer.cache_file or tokenizer.tmp_dir:
-            return
-        cache = Path(tempfile.gettempdir()) / "jieba.cache"
-        try:
-            with tokenizer.lock:
-                if tokenizer.initialized:
-                    return
-                freq, total = marshal.loads(cache.read_bytes())
-                if not isinstance(freq, dict) or not isinstance(total, (int, float)):
-                    return
-                tokenizer.FREQ, tokenizer.total = freq, total
-                tokenizer.initialized = True
-        except Exception:  # no cache yet, or a different jieba: let jieba initialise itself
-            logger.debug("jieba fast load skipped", exc_info=True)
 
 
 # --- the store ------------------------------------------------------------------------------
@@ -327,7 +228,7 @@ class MilvusStore:
 
         from memsearch.lite import LiteClient
 
-        logging.getLogger("jieba").addFilter(_JIEBA_QUIET)  # idempotent
+        logging.getLogger("jieba").addFilter(JIEBA_QUIET)  # idempotent
         deadline = time.monotonic() + max(0.0, self._lock_timeout)
         waited = False
         while True:
@@ -478,7 +379,7 @@ class MilvusStore:
         if self._dimension is not None and existing_dim is not None and existing_dim != self._dimension:
             raise self._mismatch(existing_dim, self._dimension)
         self._collection_dimension = existing_dim
-        self._analyzer = _analyzer_name(fields.get("content", {}).get("params", {}))
+        self._analyzer = analyzer_name(fields.get("content", {}).get("params", {}))
         properties = info.get("properties") or {}
         self._description = info.get("description") or str(properties.get(_DESCRIPTION_PROPERTY, ""))
         # A reopened Lite database starts with its collections released (§6.3).
@@ -537,7 +438,7 @@ class MilvusStore:
         self._call("create_index", self._collection, index_params, sync=False)
         self._call("load_collection", self._collection)
         self._collection_dimension = self._dimension
-        self._analyzer = _analyzer_name({"analyzer_params": analyzer_params})
+        self._analyzer = analyzer_name({"analyzer_params": analyzer_params})
         self._exists = True
 
     def _require_collection(self) -> None:
@@ -550,12 +451,12 @@ class MilvusStore:
         raise self._not_found()
 
     def _ready_analyzer(self) -> None:
-        """Before the first tokenising call on Lite, prepare jieba in this process (see _prepare_jieba)."""
+        """Before the first tokenising call on Lite, prepare jieba in this process (see prepare_jieba)."""
         if self._analyzer_ready:
             return
         self._analyzer_ready = True
         if self._location.is_local and self._analyzer == "jieba":
-            _prepare_jieba()
+            prepare_jieba()
 
     # -- properties ---------------------------------------------------------------------------
 
