@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memsearch import errors
@@ -384,6 +384,7 @@ class MilvusStore:
         filter_expr: str = "",
         mode: str = "hybrid",
         weights: tuple[float, float] | None = None,
+        leg_hits: Mapping[str, list[Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists.
 
@@ -393,6 +394,11 @@ class MilvusStore:
         Lite and on a server. ``mode`` ``"dense"`` or ``"sparse"`` asks one leg alone (the
         evaluation's baselines); its ``score`` is that leg's own measure: cosine similarity, or the
         BM25 score.
+
+        This is the one place the legs are run and fused. ``leg_hits`` holds the raw hits of legs
+        the caller already ran with :meth:`search_leg` (same ``top_k`` and ``filter_expr``), by leg
+        name: ``MemSearch.search`` runs the BM25 leg on a cold start while the model embeds the
+        query. The legs not in it are run here.
         """
         if mode not in SEARCH_MODES:
             raise errors.ConfigValueError(
@@ -400,14 +406,17 @@ class MilvusStore:
                 hint="use 'hybrid' (the default), 'dense' or 'sparse'",
             )
         queries: dict[str, Sequence[float] | str] = {"dense": query_embedding, "sparse": query_text}
+        done = leg_hits or {}
+
+        def hits(leg: str) -> list[Any]:
+            if leg in done:
+                return done[leg]
+            return self.search_leg(leg, queries[leg], top_k=top_k, filter_expr=filter_expr)
+
         if mode in LEGS:
             score = LEGS[mode][2]
-            hits = self.search_leg(mode, queries[mode], top_k=top_k, filter_expr=filter_expr)
-            return [hit_to_result(hit, score) for hit in hits]
-        ranked = {
-            leg: self.search_leg(leg, queries[leg], top_k=top_k, filter_expr=filter_expr) for leg in LEGS
-        }
-        return fuse(ranked, weights, top_k)
+            return [hit_to_result(hit, score) for hit in hits(mode)]
+        return fuse({leg: hits(leg) for leg in LEGS}, weights, top_k)
 
     def search_leg(
         self, leg: str, query: Sequence[float] | str, *, top_k: int, filter_expr: str = ""
