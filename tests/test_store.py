@@ -405,6 +405,28 @@ def test_hybrid_bm25_boosts_keyword_match_and_normalises_scores(
     assert top[0]["score"] == pytest.approx(1.0, rel=1e-4)  # #1 in both lists
 
 
+def test_search_fuses_leg_hits_the_caller_already_has(open_store: Callable[..., MilvusStore]) -> None:
+    """``leg_hits`` stands in for a leg (MemSearch.search passes the BM25 leg of a cold start): the
+    fused result is the same as running that leg here, and the hits given are the ones fused."""
+    opened = open_store()
+    opened.upsert(
+        [
+            chunk("dense", "general notes about meetings", vector=axis(0)),
+            chunk("keyword", "the zebra handshake protocol", vector=vec(0.9, 0.4)),
+        ]
+    )
+    sparse = opened.search_leg("sparse", "zebra", top_k=2)
+    both = opened.search(axis(0), query_text="zebra", top_k=2, weights=(1.5, 1.0))
+    assert opened.search(axis(0), top_k=2, weights=(1.5, 1.0), leg_hits={"sparse": sparse}) == both
+    # No BM25 hits given: the dense leg alone decides, and "dense" (#1 by vector) leads.
+    alone = opened.search(axis(0), query_text="zebra", top_k=2, leg_hits={"sparse": []})
+    assert [r["chunk_hash"] for r in alone] == ["dense", "keyword"]
+    assert (
+        opened.search(axis(0), top_k=2, mode="sparse", leg_hits={"sparse": sparse})[0]["chunk_hash"]
+        == "keyword"
+    )
+
+
 def test_chinese_bm25_and_case_insensitive_english(open_store: Callable[..., MilvusStore]) -> None:
     opened = open_store()
     opened.upsert(
