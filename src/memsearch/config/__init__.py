@@ -12,7 +12,7 @@ Layers, lowest to highest (``resolve_config``):
    never above the repository root (the first directory holding ``.git``) or the home directory. It
    usually arrives with a cloned repository, so it is untrusted: only :data:`PROJECT_ALLOWED_KEYS`
    are taken from it, everything else is dropped and recorded in ``cfg.origin``;
-4. overrides (CLI flags, through :data:`FLAG_KEYS`).
+4. overrides (CLI flags, through ``memsearch.cli.flags.FLAG_KEYS``).
 
 Then ``env:VAR`` strings are replaced by environment variables (except under ``llm.providers``, which
 are resolved only when that provider is used, so an unused provider with an unset variable breaks
@@ -39,9 +39,7 @@ from typing import Any
 from memsearch.errors import ConfigEnvVarError, ConfigError, ConfigKeyError, ConfigValueError
 
 __all__ = [
-    "DEFAULT_FLAG_KEYS",
     "DEFAULT_MILVUS_URI",
-    "FLAG_KEYS",
     "LLM_DEFAULT_MODELS",
     "PLUGIN_PLATFORMS",
     "PLUGIN_TASKS",
@@ -67,7 +65,6 @@ __all__ = [
     "PromptsConfig",
     "RerankerConfig",
     "WatchConfig",
-    "config_from_flags",
     "config_to_dict",
     "deep_merge",
     "default_model_for",
@@ -77,18 +74,18 @@ __all__ = [
     "global_config_path",
     "is_secret_key",
     "load_config_file",
+    "lookup_key",
     "mask_secrets",
     "mask_value",
     "memsearch_home",
-    "merge_list_flags",
     "merged_file_config",
-    "overrides_from_flags",
     "parse_value",
     "project_config_target",
     "resolve_config",
     "resolve_env_ref",
     "save_config",
     "set_config_value",
+    "set_path",
     "update_config_file",
 ]
 
@@ -709,7 +706,7 @@ def _get_path(data: Mapping[str, Any], dotted: str) -> Any:
     return node
 
 
-def _set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
+def set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
     """Set a nested key, creating tables on the way (a non-table in the way is replaced)."""
     node = data
     for part in parts[:-1]:
@@ -731,14 +728,14 @@ def filter_project_config(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
     ignored: list[str] = []
     for dotted, value in _leaves(data):
         if dotted in PROJECT_ALLOWED_KEYS:
-            _set_path(allowed, dotted.split("."), value)
+            set_path(allowed, dotted.split("."), value)
         else:
             ignored.append(dotted)
     # a table where an allowlisted scalar belongs (e.g. [milvus.collection]) must still be type-checked
     for key in PROJECT_ALLOWED_KEYS:
         value = _get_path(data, key)
         if isinstance(value, dict) and value:
-            _set_path(allowed, key.split("."), value)
+            set_path(allowed, key.split("."), value)
             ignored = [k for k in ignored if not k.startswith(f"{key}.")]
     return allowed, ignored
 
@@ -907,10 +904,11 @@ def resolve_config(
     """The effective configuration: built-in defaults < ``defaults`` < global file < project file
     (allowlisted) < ``overrides``.
 
-    ``overrides`` is a nested dict (see :func:`overrides_from_flags`); ``None`` values are skipped and
-    unknown keys raise :class:`ConfigKeyError`. ``defaults`` has the same shape but yields to every
-    file: it is how an integration supplies a context-derived default (a plugin's per-project
-    collection via ``--default-collection``) that a user's explicit setting still beats.
+    ``overrides`` is a nested dict (the CLI builds it from its flags: ``memsearch.cli.flags``);
+    ``None`` values are skipped and unknown keys raise :class:`ConfigKeyError`. ``defaults`` has the
+    same shape but yields to every file: it is how an integration supplies a context-derived
+    default (a plugin's per-project collection via ``--default-collection``) that a user's explicit
+    setting still beats.
     ``cwd`` is where the project-file search starts. Raises :class:`ConfigError` subclasses for
     malformed files, wrong types and unset ``env:`` variables. ``cfg.origin`` records the files used
     and the project keys that were ignored.
@@ -956,73 +954,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return list(value)
     return value
-
-
-# --- CLI flags -----------------------------------------------------------------------------------
-
-#: Click parameter name -> dotted config key. The one place a flag gets its meaning;
-#: a flag set on the command line always beats every file.
-FLAG_KEYS: dict[str, str] = {
-    "provider": "embedding.provider",
-    "model": "embedding.model",
-    "batch_size": "embedding.batch_size",
-    "base_url": "embedding.base_url",
-    "api_key": "embedding.api_key",
-    "collection": "milvus.collection",
-    "milvus_uri": "milvus.uri",
-    "milvus_token": "milvus.token",
-    "lock_timeout": "milvus.lock_timeout",
-    "llm_provider": "llm.provider",
-    "llm_model": "llm.model",
-    "llm_base_url": "llm.base_url",
-    "llm_api_key": "llm.api_key",
-    "prompt_file": "prompts.compact",
-    "max_chunk_size": "chunking.max_chunk_size",
-    "overlap_lines": "chunking.overlap_lines",
-    "debounce_ms": "watch.debounce_ms",
-    "reranker_model": "reranker.model",
-}
-
-
-#: Click parameter name -> dotted config key, for flags that only supply a default: any config file
-#: and the matching plain flag beat them (``--default-collection`` yields to ``milvus.collection``
-#: in a file and to ``--collection``), as in the original, whose plugins pass it on every call.
-DEFAULT_FLAG_KEYS: dict[str, str] = {
-    "default_collection": "milvus.collection",
-}
-
-
-def overrides_from_flags(flags: Mapping[str, Any], table: Mapping[str, str] = FLAG_KEYS) -> dict[str, Any]:
-    """The nested override dict for :func:`resolve_config` from a command's Click parameters.
-
-    Names not in ``table`` (default :data:`FLAG_KEYS`) are ignored (so a command can pass all its
-    parameters) and ``None`` means the flag was not given. ``ignore_files``/``exclude`` extend lists
-    rather than replace them; see :func:`merge_list_flags`.
-    """
-    overrides: dict[str, Any] = {}
-    for name, value in flags.items():
-        key = table.get(name)
-        if key is not None and value is not None:
-            _set_path(overrides, key.split("."), value)
-    return overrides
-
-
-def merge_list_flags(
-    cfg: MemSearchConfig, ignore_files: Iterable[str] = (), exclude: Iterable[str] = ()
-) -> MemSearchConfig:
-    """Append ``--ignore-file``/``--exclude`` values to the configured lists (config first, no
-    duplicates, order kept). Updates ``cfg`` in place and returns it."""
-    cfg.indexing.ignore_files = list(dict.fromkeys([*cfg.indexing.ignore_files, *ignore_files]))
-    cfg.indexing.exclude = list(dict.fromkeys([*cfg.indexing.exclude, *exclude]))
-    return cfg
-
-
-def config_from_flags(flags: Mapping[str, Any], *, cwd: Path | None = None) -> MemSearchConfig:
-    """Resolve the config for a command: its flags as overrides, then the list flags appended."""
-    cfg = resolve_config(
-        overrides_from_flags(flags), defaults=overrides_from_flags(flags, DEFAULT_FLAG_KEYS), cwd=cwd
-    )
-    return merge_list_flags(cfg, flags.get("ignore_files") or (), flags.get("exclude") or ())
 
 
 # --- secrets -------------------------------------------------------------------------------------
@@ -1074,7 +1005,7 @@ def get_config_value(key: str, cfg: MemSearchConfig | None = None) -> Any:
     return value
 
 
-def _lookup_key(key: str) -> tuple[list[str], Any]:
+def lookup_key(key: str) -> tuple[list[str], Any]:
     """Validate a full dotted key for ``config set``: (canonical parts, the field's type)."""
     parts = _canonical_parts(key)
     if len(parts) < 2 or not all(parts):
@@ -1142,7 +1073,7 @@ def _lookup_plugin_key(key: str, parts: list[str]) -> Any:
 
 def parse_value(key: str, value: Any) -> Any:
     """Validate ``key`` and convert ``value`` to its type, as ``config set`` does (``env:`` kept)."""
-    parts, tp = _lookup_key(key)
+    parts, tp = lookup_key(key)
     if _is_env_ref(value):
         return value.strip()
     converted = _coerce(tp, value, parts[-1])
@@ -1158,7 +1089,7 @@ def set_config_value(key: str, value: Any, *, project: bool = False, cwd: Path |
     stored as written for any field. With ``project=True`` only :data:`PROJECT_ALLOWED_KEYS` may be
     set. The rest of the file is kept. Returns the file written.
     """
-    parts, _tp = _lookup_key(key)
+    parts, _tp = lookup_key(key)
     dotted = ".".join(parts)
     if project and dotted not in PROJECT_ALLOWED_KEYS:
         raise ConfigValueError(
@@ -1171,6 +1102,6 @@ def set_config_value(key: str, value: Any, *, project: bool = False, cwd: Path |
         logger.warning("'%s' is deprecated; use '%s' instead", dotted, COMPACT_KEY_MOVES[parts[1]])
     target = project_config_target(cwd) if project else global_config_path()
     data = load_config_file(target)
-    _set_path(data, parts, converted)
+    set_path(data, parts, converted)
     save_config(data, target)
     return target
