@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memsearch.config import MemSearchConfig, resolve_config, set_path
+from memsearch.config import MemSearchConfig, resolve_config
+from memsearch.config.tables import set_path
 
 __all__ = ["DEFAULT_FLAG_KEYS", "FLAG_KEYS", "config_from_flags", "merge_list_flags", "overrides_from_flags"]
 

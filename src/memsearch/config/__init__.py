@@ -30,12 +30,13 @@ import logging
 import os
 import sys
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from memsearch.config.tables import MISSING, copy_value, deep_merge, drop_none, get_path, leaves, set_path
 from memsearch.errors import ConfigEnvVarError, ConfigError, ConfigKeyError, ConfigValueError
 
 __all__ = [
@@ -688,35 +689,6 @@ def project_config_target(cwd: str | os.PathLike[str] | None = None) -> Path:
     return (repo_root or start) / PROJECT_CONFIG_NAME
 
 
-def _leaves(data: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
-    """(dotted key, value) for every non-table value; empty tables carry nothing and are skipped."""
-    for key, value in data.items():
-        if isinstance(value, dict):
-            yield from _leaves(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
-
-
-def _get_path(data: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _MISMATCH
-        node = node[part]
-    return node
-
-
-def set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
-    """Set a nested key, creating tables on the way (a non-table in the way is replaced)."""
-    node = data
-    for part in parts[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = node[part] = {}
-        node = child
-    node[parts[-1]] = value
-
-
 def filter_project_config(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Split a raw project file into (allowed part, dotted keys that were dropped).
 
@@ -726,14 +698,14 @@ def filter_project_config(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
     """
     allowed: dict[str, Any] = {}
     ignored: list[str] = []
-    for dotted, value in _leaves(data):
+    for dotted, value in leaves(data):
         if dotted in PROJECT_ALLOWED_KEYS:
             set_path(allowed, dotted.split("."), value)
         else:
             ignored.append(dotted)
     # a table where an allowlisted scalar belongs (e.g. [milvus.collection]) must still be type-checked
     for key in PROJECT_ALLOWED_KEYS:
-        value = _get_path(data, key)
+        value = get_path(data, key)
         if isinstance(value, dict) and value:
             set_path(allowed, key.split("."), value)
             ignored = [k for k in ignored if not k.startswith(f"{key}.")]
@@ -741,31 +713,6 @@ def filter_project_config(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
 
 
 # --- merging and env references -----------------------------------------------------------------
-
-
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """A new dict: ``override`` merged into ``base``, recursing into tables.
-
-    ``None`` in ``override`` means "not set" and is skipped; an empty string is a value and wins.
-    Neither input is modified.
-    """
-    result: dict[str, Any] = {k: _copy(v) for k, v in base.items()}
-    for key, value in override.items():
-        if value is None:
-            continue
-        if isinstance(value, Mapping) and isinstance(result.get(key), dict):
-            result[key] = deep_merge(result[key], value)
-        else:
-            result[key] = _copy(value)
-    return result
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def resolve_env_ref(value: Any, *, key: str | None = None) -> Any:
@@ -915,7 +862,7 @@ def resolve_config(
     """
     global_layer, project_layer, origin = _read_layers(cwd)
     default_layer, override_layer = (
-        _check_table(MemSearchConfig, _drop_none(layer or {}), "", name, strict_keys=True)
+        _check_table(MemSearchConfig, drop_none(layer or {}), "", name, strict_keys=True)
         for layer, name in ((defaults, "defaults"), (overrides, "overrides"))
     )
     merged = deep_merge(deep_merge(deep_merge(default_layer, global_layer), project_layer), override_layer)
@@ -925,16 +872,6 @@ def resolve_config(
         origin.default_embedding_model = True
     cfg.origin = origin
     return cfg
-
-
-def _drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            out[key] = _drop_none(value)
-        elif value is not None:
-            out[key] = value
-    return out
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -980,7 +917,7 @@ def mask_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
         elif key in SECRET_FIELDS:
             out[key] = mask_value(value)
         else:
-            out[key] = _copy(value)
+            out[key] = copy_value(value)
     return out
 
 
@@ -997,8 +934,8 @@ def _canonical_parts(key: str) -> list[str]:
 def get_config_value(key: str, cfg: MemSearchConfig | None = None) -> Any:
     """The resolved value at a dotted key; a partial key (``milvus``) returns a dict."""
     data = config_to_dict(cfg if cfg is not None else resolve_config())
-    value = _get_path(data, ".".join(_canonical_parts(key)))
-    if value is _MISMATCH:
+    value = get_path(data, ".".join(_canonical_parts(key)))
+    if value is MISSING:
         raise ConfigKeyError(
             f"Unknown config key: {key}", hint="Run 'memsearch config list' to see all keys."
         )
