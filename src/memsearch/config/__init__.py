@@ -36,8 +36,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from memsearch.config.env import is_env_ref, resolve_env_ref, resolve_env_tree
 from memsearch.config.tables import MISSING, copy_value, deep_merge, drop_none, get_path, leaves, set_path
-from memsearch.errors import ConfigEnvVarError, ConfigError, ConfigKeyError, ConfigValueError
+from memsearch.errors import ConfigError, ConfigKeyError, ConfigValueError
 
 __all__ = [
     "DEFAULT_MILVUS_URI",
@@ -455,10 +456,6 @@ def _check_range(name: str, value: Any, key: str, where: str = "") -> None:
         )
 
 
-def _is_env_ref(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith("env:")
-
-
 def _check_table(
     cls: type, data: Any, prefix: str, source: str, *, strict_keys: bool = False
 ) -> dict[str, Any]:
@@ -507,7 +504,7 @@ def _check_value(tp: Any, value: Any, key: str, source: str, *, strict_keys: boo
             name: _check_table(item_type, item, f"{key}.{name}.", source, strict_keys=strict_keys)
             for name, item in value.items()
         }
-    if _is_env_ref(value):
+    if is_env_ref(value):
         return value
     checked = _exact(tp, value)
     if checked is _MISMATCH:
@@ -715,42 +712,6 @@ def filter_project_config(data: Mapping[str, Any]) -> tuple[dict[str, Any], list
 # --- merging and env references -----------------------------------------------------------------
 
 
-def resolve_env_ref(value: Any, *, key: str | None = None) -> Any:
-    """Replace an ``env:VAR`` string by the variable's value; anything else is returned unchanged.
-
-    An unset variable raises :class:`ConfigEnvVarError` (a ``KeyError``). ``key`` only improves the
-    hint. A set-but-empty variable gives ``""``.
-    """
-    if not _is_env_ref(value):
-        return value
-    name = value[4:].strip()
-    where = f" in '{key}'" if key else ""
-    if not name:
-        raise ConfigEnvVarError(
-            f"Empty environment variable reference 'env:'{where}",
-            hint="Write env:VARIABLE_NAME, or the value itself.",
-        )
-    resolved = os.environ.get(name)
-    if resolved is None:
-        fix = f"memsearch config set {key} <value>" if key else "edit the config file"
-        raise ConfigEnvVarError(
-            f"Environment variable '{name}' referenced in config (via 'env:{name}') is not set",
-            hint=f"Export {name} in your shell, or change the setting ({fix}).",
-        )
-    return resolved
-
-
-def _resolve_env_tree(data: Any, path: tuple[str, ...] = ()) -> Any:
-    if path[:2] == ("llm", "providers"):
-        return data  # resolved lazily, when that provider is used (LLMProviderConfig.resolved)
-    key = ".".join(path)
-    if isinstance(data, dict):
-        return {k: _resolve_env_tree(v, (*path, k)) for k, v in data.items()}
-    if isinstance(data, list):
-        return [resolve_env_ref(item, key=key) for item in data]
-    return resolve_env_ref(data, key=key)
-
-
 # --- building the typed config ------------------------------------------------------------------
 
 
@@ -866,7 +827,7 @@ def resolve_config(
         for layer, name in ((defaults, "defaults"), (overrides, "overrides"))
     )
     merged = deep_merge(deep_merge(deep_merge(default_layer, global_layer), project_layer), override_layer)
-    cfg: MemSearchConfig = _build(MemSearchConfig, _resolve_env_tree(merged), MemSearchConfig())
+    cfg: MemSearchConfig = _build(MemSearchConfig, resolve_env_tree(merged), MemSearchConfig())
     if not cfg.embedding.model:
         cfg.embedding.model = default_model_for(cfg.embedding.provider)
         origin.default_embedding_model = True
@@ -1011,7 +972,7 @@ def _lookup_plugin_key(key: str, parts: list[str]) -> Any:
 def parse_value(key: str, value: Any) -> Any:
     """Validate ``key`` and convert ``value`` to its type, as ``config set`` does (``env:`` kept)."""
     parts, tp = lookup_key(key)
-    if _is_env_ref(value):
+    if is_env_ref(value):
         return value.strip()
     converted = _coerce(tp, value, parts[-1])
     _check_range(parts[-1], converted, ".".join(parts))
