@@ -31,18 +31,57 @@ import os
 import sys
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass, replace
-from functools import cache
+from dataclasses import is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memsearch.config.env import is_env_ref, resolve_env_ref, resolve_env_tree
+from memsearch.config.schema import (
+    COMPACT_KEY_MOVES,
+    DEFAULT_COLLECTION,
+    DEFAULT_MILVUS_URI,
+    DEFAULT_PROVIDER,
+    LLM_DEFAULT_MODELS,
+    MINIMUMS,
+    PLUGIN_PLATFORMS,
+    PLUGIN_TASKS,
+    PROJECT_ALLOWED_KEYS,
+    PROJECT_CONFIG_NAME,
+    SECRET_FIELDS,
+    SECTIONS,
+    ChunkingConfig,
+    CompactConfig,
+    ConfigOrigin,
+    EmbeddingConfig,
+    IndexingConfig,
+    LLMConfig,
+    LLMProviderConfig,
+    MemSearchConfig,
+    MilvusConfig,
+    PluginMaintenanceTaskConfig,
+    PluginMemoryToSkillConfig,
+    PluginPlatformConfig,
+    PluginRecallConfig,
+    PluginsConfig,
+    PluginSummarizeConfig,
+    PromptsConfig,
+    RerankerConfig,
+    WatchConfig,
+    is_mapping,
+    is_table,
+    table_aliases,
+    table_schema,
+)
 from memsearch.config.tables import MISSING, copy_value, deep_merge, drop_none, get_path, leaves, set_path
 from memsearch.errors import ConfigError, ConfigKeyError, ConfigValueError
 
 __all__ = [
+    "COMPACT_KEY_MOVES",
+    "DEFAULT_COLLECTION",
     "DEFAULT_MILVUS_URI",
+    "DEFAULT_PROVIDER",
     "LLM_DEFAULT_MODELS",
+    "MASK",
     "PLUGIN_PLATFORMS",
     "PLUGIN_TASKS",
     "PROJECT_ALLOWED_KEYS",
@@ -93,60 +132,9 @@ __all__ = [
 
 logger = logging.getLogger("memsearch.config")
 
-PROJECT_CONFIG_NAME = ".memsearch.toml"
-DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
-
-#: The only keys a project file may set. A ``.memsearch.toml`` comes with whatever repository was
-#: cloned, so it must not be able to redirect the index (URIs, tokens), leak code to an endpoint of its
-#: choosing (providers, base URLs, keys), or change what runs (LLM, prompts, plugins).
-PROJECT_ALLOWED_KEYS: tuple[str, ...] = (
-    "milvus.collection",
-    "embedding.batch_size",
-    "chunking.max_chunk_size",
-    "chunking.overlap_lines",
-    "indexing.ignore_files",
-    "indexing.exclude",
-    "watch.debounce_ms",
-)
-
-#: Field names whose values are secrets wherever they appear (``embedding.api_key``,
-#: ``llm.providers.<name>.api_key``, ``milvus.token``, ...).
-SECRET_FIELDS: frozenset[str] = frozenset({"api_key", "token"})
 
 #: What a masked secret looks like in ``config list`` / ``config get`` output.
 MASK = "********"
-
-PLUGIN_PLATFORMS: tuple[str, ...] = ("claude-code", "codex", "opencode", "openclaw", "dsh")
-PLUGIN_TASKS: tuple[str, ...] = ("summarize", "project_review", "user_profile", "memory_to_skill")
-
-#: Suggested model per LLM backend (what an empty ``llm.model`` means for that backend).
-LLM_DEFAULT_MODELS: dict[str, str] = {
-    "openai": "gpt-5-mini",
-    "anthropic": "claude-sonnet-4-6",
-    "gemini": "gemini-3-flash-preview",
-}
-
-#: Where each deprecated ``[compact]`` key moved to.
-COMPACT_KEY_MOVES: dict[str, str] = {
-    "llm_provider": "llm.provider",
-    "llm_model": "llm.model",
-    "prompt_file": "prompts.compact",
-    "base_url": "llm.base_url",
-    "api_key": "llm.api_key",
-}
-
-#: Lower bounds of numeric fields (by field name; the names are unique across the tree).
-_MINIMUMS: dict[str, float] = {
-    "max_chunk_size": 1,
-    "overlap_lines": 0,
-    "batch_size": 0,
-    "debounce_ms": 0,
-    "lock_timeout": 0,
-    "timeout": 0,
-    "min_interval_hours": 0,
-    "min_occurrences": 1,
-    "top_k": 1,
-}
 
 
 def memsearch_home() -> Path:
@@ -159,242 +147,6 @@ def global_config_path() -> Path:
     return memsearch_home() / "config.toml"
 
 
-# --- the settings tree ------------------------------------------------------------------------
-
-
-@dataclass
-class MilvusConfig:
-    """Where the index lives. ``uri`` is a Milvus Lite path or an ``http(s)://`` server URI."""
-
-    uri: str = DEFAULT_MILVUS_URI
-    token: str = ""
-    collection: str = "memsearch_chunks"
-    #: Seconds a direct open waits for a Milvus Lite database another process holds.
-    lock_timeout: float = 10.0
-
-
-@dataclass
-class EmbeddingConfig:
-    """Which embedding provider and model. ``model == ""`` means the provider's default."""
-
-    provider: str = "onnx"
-    model: str = ""
-    batch_size: int = 0
-    base_url: str = ""
-    api_key: str = ""
-    #: Total deadline of one request to a remote embedding API, seconds (0: the provider's default,
-    #: 60 s; 300 s for Ollama, whose first request loads the model).
-    timeout: float = 0
-
-
-@dataclass
-class CompactConfig:
-    """Deprecated ``[compact]`` section; kept so old files load. See :data:`COMPACT_KEY_MOVES`."""
-
-    llm_provider: str = "openai"
-    llm_model: str = ""
-    prompt_file: str = ""
-    base_url: str = ""
-    api_key: str = ""
-
-
-@dataclass
-class ChunkingConfig:
-    max_chunk_size: int = 1500
-    overlap_lines: int = 2
-
-
-@dataclass
-class IndexingConfig:
-    """Opt-in ignore rules: ``ignore_files`` are gitignore-style files, ``exclude`` glob patterns."""
-
-    ignore_files: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-
-
-@dataclass
-class WatchConfig:
-    debounce_ms: int = 1500
-
-
-@dataclass
-class RerankerConfig:
-    """Cross-encoder reranker; an empty ``model`` disables reranking."""
-
-    model: str = ""
-
-
-@dataclass
-class LLMProviderConfig:
-    """A named LLM endpoint (``[llm.providers.<name>]``). Values may stay ``env:VAR`` until used."""
-
-    type: str = ""
-    model: str = ""
-    base_url: str = ""
-    api_key: str = ""
-
-    def resolved(self, name: str = "<name>") -> LLMProviderConfig:
-        """A copy with ``env:`` references replaced — call this only when the provider is used."""
-        return LLMProviderConfig(
-            **{
-                f.name: resolve_env_ref(getattr(self, f.name), key=f"llm.providers.{name}.{f.name}")
-                for f in fields(self)
-            }
-        )
-
-
-@dataclass
-class LLMConfig:
-    """The LLM used by ``compact``, plus named providers that plugins route summaries to."""
-
-    provider: str = ""
-    model: str = ""
-    base_url: str = ""
-    api_key: str = ""
-    providers: dict[str, LLMProviderConfig] = field(default_factory=dict)
-
-
-@dataclass
-class PromptsConfig:
-    """Paths to custom prompt templates; empty means the built-in prompt."""
-
-    compact: str = ""
-    summarize: str = ""
-    project_review: str = ""
-    user_profile: str = ""
-    memory_to_skill: str = ""
-
-
-@dataclass
-class PluginSummarizeConfig:
-    """Per-turn summaries. ``provider`` empty or ``native`` means the host agent summarises."""
-
-    enabled: bool = True
-    provider: str = ""
-    model: str = ""
-
-
-@dataclass
-class PluginMaintenanceTaskConfig:
-    """A periodic background task that writes one markdown file from the memory folder."""
-
-    enabled: bool = False
-    provider: str = "native"
-    model: str = ""
-    min_interval_hours: int = 24
-    input_dir: str = ".memsearch/memory"
-    output_file: str = ""
-
-
-@dataclass
-class PluginMemoryToSkillConfig:
-    enabled: bool = False
-    provider: str = "native"
-    model: str = ""
-    min_interval_hours: int = 24
-    input_dir: str = ".memsearch/memory"
-    min_occurrences: int = 3
-    paths: list[str] = field(default_factory=list)
-
-
-@dataclass
-class PluginRecallConfig:
-    """Recall on each prompt (``[plugins.<platform>.prompt_recall]``). ``auto_inject`` adds the
-    ``top_k`` best search hits for the prompt to the model's context (off by default: the one-line
-    hint to use the memory-recall skill costs fewer tokens)."""
-
-    auto_inject: bool = False
-    top_k: int = 3
-
-
-@dataclass
-class PluginPlatformConfig:
-    summarize: PluginSummarizeConfig = field(default_factory=PluginSummarizeConfig)
-    prompt_recall: PluginRecallConfig = field(default_factory=PluginRecallConfig)
-    project_review: PluginMaintenanceTaskConfig = field(
-        default_factory=lambda: PluginMaintenanceTaskConfig(output_file=".memsearch/PROJECT.md")
-    )
-    user_profile: PluginMaintenanceTaskConfig = field(
-        default_factory=lambda: PluginMaintenanceTaskConfig(output_file=".memsearch/USER.md")
-    )
-    memory_to_skill: PluginMemoryToSkillConfig = field(default_factory=PluginMemoryToSkillConfig)
-
-
-@dataclass
-class PluginsConfig:
-    """Per-platform plugin settings. TOML uses ``claude-code`` (``claude_code`` is accepted too)."""
-
-    claude_code: PluginPlatformConfig = field(
-        default_factory=PluginPlatformConfig, metadata={"toml": "claude-code"}
-    )
-    codex: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
-    opencode: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
-    openclaw: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
-    dsh: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
-
-    def platform(self, name: str) -> PluginPlatformConfig:
-        """The settings of one platform by its TOML or Python name; unknown names list the valid ones."""
-        attr = name.replace("-", "_")
-        if name.replace("_", "-") not in PLUGIN_PLATFORMS:
-            raise ConfigKeyError(
-                f"Unknown plugin platform: {name}", hint=f"Valid platforms: {', '.join(PLUGIN_PLATFORMS)}"
-            )
-        value: PluginPlatformConfig = getattr(self, attr)
-        return value
-
-
-@dataclass
-class ConfigOrigin:
-    """Where a resolved config came from. Not a setting: never serialised or merged."""
-
-    global_path: Path | None = None
-    project_path: Path | None = None
-    #: Dotted keys present in the project file but dropped by the allowlist (or unknown).
-    ignored_project_keys: list[str] = field(default_factory=list)
-    #: ``embedding.model`` was set nowhere and holds the provider's default: the user did not choose
-    #: it, so a store the original memsearch built may keep the original's model (memsearch.migration).
-    default_embedding_model: bool = False
-
-
-@dataclass
-class MemSearchConfig:
-    milvus: MilvusConfig = field(default_factory=MilvusConfig)
-    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
-    compact: CompactConfig = field(default_factory=CompactConfig)
-    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
-    indexing: IndexingConfig = field(default_factory=IndexingConfig)
-    watch: WatchConfig = field(default_factory=WatchConfig)
-    reranker: RerankerConfig = field(default_factory=RerankerConfig)
-    llm: LLMConfig = field(default_factory=LLMConfig)
-    prompts: PromptsConfig = field(default_factory=PromptsConfig)
-    plugins: PluginsConfig = field(default_factory=PluginsConfig)
-    origin: ConfigOrigin = field(
-        default_factory=ConfigOrigin, repr=False, compare=False, metadata={"internal": True}
-    )
-
-
-# --- schema introspection -----------------------------------------------------------------------
-
-
-@cache
-def _schema(cls: type) -> dict[str, tuple[str, Any]]:
-    """TOML key -> (attribute name, resolved type) for a settings dataclass."""
-    hints = typing.get_type_hints(cls)
-    return {
-        f.metadata.get("toml", f.name): (f.name, hints[f.name])
-        for f in fields(cls)
-        if not f.metadata.get("internal")
-    }
-
-
-@cache
-def _aliases(cls: type) -> dict[str, str]:
-    """Accepted alternative TOML keys (the Python attribute name) -> canonical TOML key."""
-    return {attr: key for key, (attr, _tp) in _schema(cls).items() if attr != key}
-
-
-SECTIONS: tuple[str, ...] = tuple(_schema(MemSearchConfig))
-
 _TYPE_WORDS: dict[Any, str] = {
     str: "a string",
     int: "an integer",
@@ -404,16 +156,8 @@ _TYPE_WORDS: dict[Any, str] = {
 }
 
 
-def _is_table(tp: Any) -> bool:
-    return isinstance(tp, type) and is_dataclass(tp)
-
-
-def _is_mapping(tp: Any) -> bool:
-    return typing.get_origin(tp) is dict
-
-
 def _describe(tp: Any) -> str:
-    if _is_table(tp) or _is_mapping(tp):
+    if is_table(tp) or is_mapping(tp):
         return "a table"
     return _TYPE_WORDS.get(tp, str(tp))
 
@@ -448,7 +192,7 @@ def _exact(tp: Any, value: Any) -> Any:
 
 
 def _check_range(name: str, value: Any, key: str, where: str = "") -> None:
-    low = _MINIMUMS.get(name)
+    low = MINIMUMS.get(name)
     if low is not None and isinstance(value, (int, float)) and value < low:
         raise ConfigValueError(
             f"Invalid value for '{key}'{where}: must be >= {low:g} (got {value})",
@@ -471,8 +215,8 @@ def _check_table(
             f"Invalid value for '{prefix.rstrip('.')}'{where}: expected a table, got {_kind_of(data)}",
             hint=f"Write it as a [{prefix.rstrip('.')}] section.",
         )
-    schema = _schema(cls)
-    aliases = _aliases(cls)
+    schema = table_schema(cls)
+    aliases = table_aliases(cls)
     out: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = raw_key if raw_key in schema else aliases.get(raw_key, "")
@@ -490,10 +234,10 @@ def _check_table(
 
 
 def _check_value(tp: Any, value: Any, key: str, source: str, *, strict_keys: bool) -> Any:
-    if _is_table(tp):
+    if is_table(tp):
         return _check_table(tp, value, f"{key}.", source, strict_keys=strict_keys)
     where = f" in {source}" if source else ""
-    if _is_mapping(tp):
+    if is_mapping(tp):
         if not isinstance(value, dict):
             raise ConfigValueError(
                 f"Invalid value for '{key}'{where}: expected a table, got {_kind_of(value)}",
@@ -517,7 +261,7 @@ def _check_value(tp: Any, value: Any, key: str, source: str, *, strict_keys: boo
 
 
 def _valid_hint(cls: type, prefix: str) -> str:
-    names = ", ".join(_schema(cls))
+    names = ", ".join(table_schema(cls))
     return f"Valid keys under '{prefix.rstrip('.')}': {names}" if prefix else f"Valid sections: {names}"
 
 
@@ -722,14 +466,14 @@ def _build(cls: type, data: Mapping[str, Any], default: Any, prefix: str = "") -
     reach here type-checked, except text from ``env:`` references, which is coerced now.
     """
     changes: dict[str, Any] = {}
-    for key, (attr, tp) in _schema(cls).items():
+    for key, (attr, tp) in table_schema(cls).items():
         if key not in data:
             continue
         value = data[key]
         dotted = f"{prefix}{key}"
-        if _is_table(tp):
+        if is_table(tp):
             changes[attr] = _build(tp, value, getattr(default, attr), f"{dotted}.")
-        elif _is_mapping(tp):
+        elif is_mapping(tp):
             item_type = typing.get_args(tp)[1]
             changes[attr] = {
                 name: _build(item_type, item, item_type(), f"{dotted}.{name}.")
@@ -839,7 +583,7 @@ def config_to_dict(cfg: Any) -> dict[str, Any]:
     """The config as plain TOML-shaped data (hyphenated plugin platform keys, no ``origin``)."""
     out: dict[str, Any] = {}
     cls: type = type(cfg)
-    for key, (attr, _tp) in _schema(cls).items():
+    for key, (attr, _tp) in table_schema(cls).items():
         out[key] = _plain(getattr(cfg, attr))
     return out
 
@@ -888,7 +632,7 @@ def mask_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
 def _canonical_parts(key: str) -> list[str]:
     parts = key.split(".")
     if len(parts) >= 2 and parts[0] == "plugins":
-        parts[1] = _aliases(PluginsConfig).get(parts[1], parts[1])
+        parts[1] = table_aliases(PluginsConfig).get(parts[1], parts[1])
     return parts
 
 
@@ -923,7 +667,7 @@ def lookup_key(key: str) -> tuple[list[str], Any]:
                 f"LLM provider keys must be llm.providers.<name>.<field> (got '{key}')",
                 hint="For example: llm.providers.fast.model",
             )
-        provider_fields = _schema(LLMProviderConfig)
+        provider_fields = table_schema(LLMProviderConfig)
         if parts[3] not in provider_fields:
             raise ConfigKeyError(
                 f"Unknown LLM provider field: {parts[3]}", hint=f"Valid fields: {', '.join(provider_fields)}"
@@ -931,8 +675,8 @@ def lookup_key(key: str) -> tuple[list[str], Any]:
         return parts, provider_fields[parts[3]][1]
     section_fields = {
         k: tp
-        for k, (_attr, tp) in _schema(_schema(MemSearchConfig)[section][1]).items()
-        if not _is_mapping(tp)
+        for k, (_attr, tp) in table_schema(table_schema(MemSearchConfig)[section][1]).items()
+        if not is_mapping(tp)
     }
     name = ".".join(parts[1:])
     if name not in section_fields:
@@ -954,13 +698,13 @@ def _lookup_plugin_key(key: str, parts: list[str]) -> Any:
         raise ConfigKeyError(
             f"Unknown plugin platform: {platform}", hint=f"Valid platforms: {', '.join(PLUGIN_PLATFORMS)}"
         )
-    tasks = _schema(PluginPlatformConfig)
+    tasks = table_schema(PluginPlatformConfig)
     if task not in tasks:
         raise ConfigKeyError(
             f"Unknown plugin config section: {task} in platform {platform}",
             hint=f"Valid sections: {', '.join(tasks)}",
         )
-    task_fields = _schema(tasks[task][1])
+    task_fields = table_schema(tasks[task][1])
     if name not in task_fields:
         raise ConfigKeyError(
             f"Unknown plugin {task} field: {name} in platform {platform}",
