@@ -25,7 +25,6 @@ file is read or written), so every command can afford to read its configuration.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -35,6 +34,7 @@ from dataclasses import is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from memsearch.config.checking import check_range, check_table, coerce
 from memsearch.config.env import is_env_ref, resolve_env_ref, resolve_env_tree
 from memsearch.config.schema import (
     COMPACT_KEY_MOVES,
@@ -42,7 +42,6 @@ from memsearch.config.schema import (
     DEFAULT_MILVUS_URI,
     DEFAULT_PROVIDER,
     LLM_DEFAULT_MODELS,
-    MINIMUMS,
     PLUGIN_PLATFORMS,
     PLUGIN_TASKS,
     PROJECT_ALLOWED_KEYS,
@@ -145,174 +144,6 @@ def memsearch_home() -> Path:
 def global_config_path() -> Path:
     """The global (trusted) config file, ``~/.memsearch/config.toml``."""
     return memsearch_home() / "config.toml"
-
-
-_TYPE_WORDS: dict[Any, str] = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    bool: "a boolean (true or false)",
-    list[str]: "a list of strings",
-}
-
-
-def _describe(tp: Any) -> str:
-    if is_table(tp) or is_mapping(tp):
-        return "a table"
-    return _TYPE_WORDS.get(tp, str(tp))
-
-
-def _kind_of(value: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
-
-
-_MISMATCH = object()
-
-
-def _exact(tp: Any, value: Any) -> Any:
-    """``value`` if it already has type ``tp`` (ints widen to floats), else :data:`_MISMATCH`."""
-    if tp is bool:
-        return value if isinstance(value, bool) else _MISMATCH
-    if tp is int:
-        return value if isinstance(value, int) and not isinstance(value, bool) else _MISMATCH
-    if tp is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return float(value) if ok else _MISMATCH
-    if typing.get_origin(tp) is list:
-        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
-        return list(value) if ok else _MISMATCH
-    return value if isinstance(value, str) else _MISMATCH
-
-
-def _check_range(name: str, value: Any, key: str, where: str = "") -> None:
-    low = MINIMUMS.get(name)
-    if low is not None and isinstance(value, (int, float)) and value < low:
-        raise ConfigValueError(
-            f"Invalid value for '{key}'{where}: must be >= {low:g} (got {value})",
-            hint=f"Use a value of at least {low:g}.",
-        )
-
-
-def _check_table(
-    cls: type, data: Any, prefix: str, source: str, *, strict_keys: bool = False
-) -> dict[str, Any]:
-    """Validate one layer against the dataclass ``cls``: types, ranges and known keys.
-
-    Returns a copy with canonical keys (``claude_code`` -> ``claude-code``) and without unknown keys.
-    ``env:`` strings are accepted for any field; they are converted after resolution. Unknown keys
-    are logged and dropped for files; ``strict_keys`` (programmatic overrides) raises instead.
-    """
-    where = f" in {source}" if source else ""
-    if not isinstance(data, dict):
-        raise ConfigValueError(
-            f"Invalid value for '{prefix.rstrip('.')}'{where}: expected a table, got {_kind_of(data)}",
-            hint=f"Write it as a [{prefix.rstrip('.')}] section.",
-        )
-    schema = table_schema(cls)
-    aliases = table_aliases(cls)
-    out: dict[str, Any] = {}
-    for raw_key, value in data.items():
-        key = raw_key if raw_key in schema else aliases.get(raw_key, "")
-        if not key:
-            dotted = f"{prefix}{raw_key}"
-            if strict_keys:
-                raise ConfigKeyError(f"Unknown config key: {dotted}", hint=_valid_hint(cls, prefix))
-            logger.warning("Unknown config key '%s'%s (ignored)", dotted, where)
-            continue
-        checked = _check_value(schema[key][1], value, f"{prefix}{key}", source, strict_keys=strict_keys)
-        if key in out:  # both spellings present: the canonical one wins
-            checked = deep_merge(checked, out[key]) if raw_key != key else deep_merge(out[key], checked)
-        out[key] = checked
-    return out
-
-
-def _check_value(tp: Any, value: Any, key: str, source: str, *, strict_keys: bool) -> Any:
-    if is_table(tp):
-        return _check_table(tp, value, f"{key}.", source, strict_keys=strict_keys)
-    where = f" in {source}" if source else ""
-    if is_mapping(tp):
-        if not isinstance(value, dict):
-            raise ConfigValueError(
-                f"Invalid value for '{key}'{where}: expected a table, got {_kind_of(value)}",
-                hint=f"Write each entry as a [{key}.<name>] section.",
-            )
-        item_type = typing.get_args(tp)[1]
-        return {
-            name: _check_table(item_type, item, f"{key}.{name}.", source, strict_keys=strict_keys)
-            for name, item in value.items()
-        }
-    if is_env_ref(value):
-        return value
-    checked = _exact(tp, value)
-    if checked is _MISMATCH:
-        raise ConfigValueError(
-            f"Invalid value for '{key}'{where}: expected {_describe(tp)}, got {value!r} ({_kind_of(value)})",
-            hint=f"Fix the value{where}, or run: memsearch config set {key} <value>",
-        )
-    _check_range(key.rsplit(".", 1)[-1], checked, key, where)
-    return checked
-
-
-def _valid_hint(cls: type, prefix: str) -> str:
-    names = ", ".join(table_schema(cls))
-    return f"Valid keys under '{prefix.rstrip('.')}': {names}" if prefix else f"Valid sections: {names}"
-
-
-# --- text coercion (config set, env: values) ----------------------------------------------------
-
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-
-
-def _as_text(item: Any) -> str:
-    return item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-
-
-def _coerce(tp: Any, value: Any, name: str) -> Any:
-    """Turn text (a ``config set`` argument, an environment variable) into the field's type.
-
-    Values that already have the right type pass through. ``name`` is the field name used in the
-    messages, which match the original memsearch's wording.
-    """
-    exact = _exact(tp, value)
-    if exact is not _MISMATCH:
-        return exact
-    text = _as_text(value).strip()
-    if tp is bool:
-        if text.lower() in _TRUE_WORDS:
-            return True
-        if text.lower() in _FALSE_WORDS:
-            return False
-        raise ConfigValueError(
-            f"Boolean field '{name}' must be true or false", hint="Use true/false, yes/no, on/off or 1/0."
-        )
-    if tp is int or tp is float:
-        try:
-            return tp(text)
-        except ValueError:
-            word, example = ("an integer", "1500") if tp is int else ("a number", "10.5")
-            raise ConfigValueError(
-                f"Field '{name}' must be {word} (got {text!r})", hint=f"Use a value such as {example}."
-            ) from None
-    if typing.get_origin(tp) is list:
-        if not text.startswith("["):
-            return [part.strip() for part in text.split(",") if part.strip()]
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigValueError(
-                f"List field '{name}' must be a JSON array: {exc}",
-                hint='Use a JSON array such as ["a", "b"], or comma-separated text: a,b',
-            ) from None
-        return [_as_text(item) for item in parsed]  # text starting with "[" parses only as an array
-    return text if isinstance(value, str) else _as_text(value)
 
 
 # --- files --------------------------------------------------------------------------------------
@@ -481,13 +312,13 @@ def _build(cls: type, data: Mapping[str, Any], default: Any, prefix: str = "") -
             }
         else:
             try:
-                converted = _coerce(tp, value, key)
+                converted = coerce(tp, value, key)
             except ConfigValueError as exc:
                 raise ConfigValueError(
                     f"Invalid value for '{dotted}' (from an env: reference): {exc.message}",
                     hint="Check the environment variable that the setting's env: reference names.",
                 ) from None
-            _check_range(key, converted, dotted)
+            check_range(key, converted, dotted)
             changes[attr] = converted
     return replace(default, **changes)
 
@@ -521,7 +352,7 @@ def _read_layers(cwd: Path | None) -> tuple[dict[str, Any], dict[str, Any], Conf
     gpath = global_config_path()
     raw_global = load_config_file(gpath)
     _log_compact_deprecation(raw_global, str(gpath))
-    global_layer = _check_table(MemSearchConfig, raw_global, "", str(gpath))
+    global_layer = check_table(MemSearchConfig, raw_global, "", str(gpath))
 
     ppath = find_project_config(cwd)
     project_layer: dict[str, Any] = {}
@@ -530,7 +361,7 @@ def _read_layers(cwd: Path | None) -> tuple[dict[str, Any], dict[str, Any], Conf
         raw_project = load_config_file(ppath)
         _log_compact_deprecation(raw_project, str(ppath))
         allowed, ignored = filter_project_config(raw_project)
-        project_layer = _check_table(MemSearchConfig, allowed, "", str(ppath))
+        project_layer = check_table(MemSearchConfig, allowed, "", str(ppath))
         if ignored:
             logger.info("Ignored keys not allowed in a project file %s: %s", ppath, ", ".join(ignored))
     return global_layer, project_layer, ConfigOrigin(gpath, ppath, ignored)
@@ -567,7 +398,7 @@ def resolve_config(
     """
     global_layer, project_layer, origin = _read_layers(cwd)
     default_layer, override_layer = (
-        _check_table(MemSearchConfig, drop_none(layer or {}), "", name, strict_keys=True)
+        check_table(MemSearchConfig, drop_none(layer or {}), "", name, strict_keys=True)
         for layer, name in ((defaults, "defaults"), (overrides, "overrides"))
     )
     merged = deep_merge(deep_merge(deep_merge(default_layer, global_layer), project_layer), override_layer)
@@ -718,8 +549,8 @@ def parse_value(key: str, value: Any) -> Any:
     parts, tp = lookup_key(key)
     if is_env_ref(value):
         return value.strip()
-    converted = _coerce(tp, value, parts[-1])
-    _check_range(parts[-1], converted, ".".join(parts))
+    converted = coerce(tp, value, parts[-1])
+    check_range(parts[-1], converted, ".".join(parts))
     return converted
 
 
