@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
+
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.embeddings import EmbeddingProvider
@@ -23,9 +25,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("memsearch")
 
-DEFAULT_PROVIDER = "onnx"
-DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
-DEFAULT_COLLECTION = "memsearch_chunks"
 #: Hybrid candidates per final result handed to the reranker.
 RERANK_FACTOR = 3
 

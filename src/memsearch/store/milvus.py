@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memsearch import errors
+from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI
 from memsearch.store.analyzer import (
     analyzer_name,
     analyzer_params_for,
@@ -53,8 +54,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_URI = "~/.memsearch/milvus.db"
-DEFAULT_COLLECTION = "memsearch_chunks"
+DEFAULT_URI = DEFAULT_MILVUS_URI  # the schema's default (memsearch.config.schema), under its old name
 
 PAGE_SIZE = 1000  # rows per query page (Milvus caps offset+limit at 16384)
 IN_BATCH = 256  # values per ``source in [...]`` query
