@@ -1,9 +1,10 @@
 """``MilvusStore``: a memsearch chunk collection in Milvus Lite or a Milvus server.
 
-Owns the collection's schema (the original's), connecting (waiting for a Lite database another
-process holds), upsert, delete, the two search legs and their fusion into one result list, and
-paginated scalar queries. Every driver call goes through ``_call``, so every driver failure
-becomes a :mod:`memsearch.errors` class (:mod:`memsearch.store.driver_errors`).
+Owns the collection's schema (the original's) and its life (adopt, create, drop), upsert, delete,
+the two search legs and the one place they are run and fused into a result list (``search``), and
+paginated scalar queries. Connecting is :mod:`memsearch.store.connect`'s. Every driver call goes
+through ``_call``, so every driver failure becomes a :mod:`memsearch.errors` class
+(:mod:`memsearch.store.driver_errors`).
 """
 
 from __future__ import annotations
@@ -62,9 +63,6 @@ DELETE_BATCH = 1000  # primary keys per delete call
 
 _DESCRIPTION_PROPERTY = "memsearch.description"
 _COLLECTION_NOT_FOUND = 100  # Milvus error code
-
-
-# --- the store ------------------------------------------------------------------------------
 
 
 class MilvusStore:
