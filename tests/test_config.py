@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memsearch import config as C
+from memsearch.cli import flags as F
 from memsearch.errors import ConfigEnvVarError, ConfigError, ConfigKeyError, ConfigValueError
 
 
@@ -696,12 +697,12 @@ def test_set_deprecated_compact_key_logs(caplog: pytest.LogCaptureFixture) -> No
 
 
 def test_flag_keys_all_valid_and_overrides() -> None:
-    for name, key in C.FLAG_KEYS.items():
-        C._lookup_key(key)  # every target is a real key
-        assert C.overrides_from_flags({name: 1}) == _nested(key, 1)
-    assert C.FLAG_KEYS["llm_provider"] == "llm.provider"
-    assert C.FLAG_KEYS["prompt_file"] == "prompts.compact"
-    assert C.FLAG_KEYS["lock_timeout"] == "milvus.lock_timeout"
+    for name, key in F.FLAG_KEYS.items():
+        C.lookup_key(key)  # every target is a real key
+        assert F.overrides_from_flags({name: 1}) == _nested(key, 1)
+    assert F.FLAG_KEYS["llm_provider"] == "llm.provider"
+    assert F.FLAG_KEYS["prompt_file"] == "prompts.compact"
+    assert F.FLAG_KEYS["lock_timeout"] == "milvus.lock_timeout"
     flags = {
         "provider": "openai",
         "model": None,
@@ -710,7 +711,7 @@ def test_flag_keys_all_valid_and_overrides() -> None:
         "json_output": True,
         "reranker_model": "",
     }
-    assert C.overrides_from_flags(flags) == {
+    assert F.overrides_from_flags(flags) == {
         "embedding": {"provider": "openai"},
         "milvus": {"collection": "c"},
         "reranker": {"model": ""},
@@ -730,7 +731,7 @@ def _nested(key: str, value: object) -> dict[str, object]:
 def test_llm_flags_beat_llm_config_files() -> None:
     write_global('[llm]\nprovider = "anthropic"\nmodel = "file-model"\n[prompts]\ncompact = "file.txt"\n')
     cfg = C.resolve_config(
-        C.overrides_from_flags(
+        F.overrides_from_flags(
             {
                 "llm_provider": "openai",
                 "llm_model": "flag-model",
@@ -746,13 +747,13 @@ def test_llm_flags_beat_llm_config_files() -> None:
 
 def test_list_flags_are_appended_with_dedup() -> None:
     write_global('[indexing]\nignore_files = [".gitignore", ".ignore"]\nexclude = ["a"]\n')
-    cfg = C.config_from_flags(
+    cfg = F.config_from_flags(
         {"ignore_files": (".ignore", ".extra", ".extra"), "exclude": ("b", "a"), "max_chunk_size": 99}
     )
     assert cfg.indexing.ignore_files == [".gitignore", ".ignore", ".extra"]
     assert cfg.indexing.exclude == ["a", "b"]
     assert cfg.chunking.max_chunk_size == 99
-    same = C.merge_list_flags(cfg)
+    same = F.merge_list_flags(cfg)
     assert same is cfg and cfg.indexing.exclude == ["a", "b"]
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from memsearch import errors, store
-from memsearch.store import MilvusStore, escape_filter_value, source_prefix_filter, truncate_utf8
+from memsearch import errors
+from memsearch.store import MilvusStore, escape_filter_value, milvus, source_prefix_filter, truncate_utf8
 from memsearch.uri import resolve_uri
 
 # The fixture lives in a plugin module; conftest may load it with pytest_plugins instead.
@@ -405,6 +405,28 @@ def test_hybrid_bm25_boosts_keyword_match_and_normalises_scores(
     assert top[0]["score"] == pytest.approx(1.0, rel=1e-4)  # #1 in both lists
 
 
+def test_search_fuses_leg_hits_the_caller_already_has(open_store: Callable[..., MilvusStore]) -> None:
+    """``leg_hits`` stands in for a leg (MemSearch.search passes the BM25 leg of a cold start): the
+    fused result is the same as running that leg here, and the hits given are the ones fused."""
+    opened = open_store()
+    opened.upsert(
+        [
+            chunk("dense", "general notes about meetings", vector=axis(0)),
+            chunk("keyword", "the zebra handshake protocol", vector=vec(0.9, 0.4)),
+        ]
+    )
+    sparse = opened.search_leg("sparse", "zebra", top_k=2)
+    both = opened.search(axis(0), query_text="zebra", top_k=2, weights=(1.5, 1.0))
+    assert opened.search(axis(0), top_k=2, weights=(1.5, 1.0), leg_hits={"sparse": sparse}) == both
+    # No BM25 hits given: the dense leg alone decides, and "dense" (#1 by vector) leads.
+    alone = opened.search(axis(0), query_text="zebra", top_k=2, leg_hits={"sparse": []})
+    assert [r["chunk_hash"] for r in alone] == ["dense", "keyword"]
+    assert (
+        opened.search(axis(0), top_k=2, mode="sparse", leg_hits={"sparse": sparse})[0]["chunk_hash"]
+        == "keyword"
+    )
+
+
 def test_chinese_bm25_and_case_insensitive_english(open_store: Callable[..., MilvusStore]) -> None:
     opened = open_store()
     opened.upsert(
@@ -571,7 +593,7 @@ def test_pagination(open_store: Callable[..., MilvusStore], monkeypatch: pytest.
     opened = open_store()
     rows = [chunk(f"h{i:02d}", f"text {i}", f"/n/s{i % 3}.md", axis(i % DIM)) for i in range(23)]
     opened.upsert(rows)
-    monkeypatch.setattr(store, "IN_BATCH", 2)
+    monkeypatch.setattr(milvus, "IN_BATCH", 2)  # where MilvusStore reads it
     for page_size in (1, 4, 22, 23, 1000):
         opened.page_size = page_size
         result = opened.query()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
 from memsearch.interface import Memory
 
 if TYPE_CHECKING:
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("memsearch")
 
-DEFAULT_PROVIDER = "onnx"
-DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
-DEFAULT_COLLECTION = "memsearch_chunks"
 #: Hybrid candidates per final result handed to the reranker.
 RERANK_FACTOR = 3
 
@@ -366,7 +364,7 @@ class MemSearch(Memory):
         """
         import asyncio
 
-        from memsearch.store import fuse, hybrid_weights, source_prefix_filter
+        from memsearch.store import hybrid_weights, source_prefix_filter
 
         if top_k < 1:
             from memsearch.errors import ConfigValueError
@@ -383,21 +381,29 @@ class MemSearch(Memory):
             store = self._search_store()
             return store, store.search_leg("sparse", query, top_k=fetch_k, filter_expr=filter_expr)
 
+        leg_hits: dict[str, list[Any]] = {}
         if self._store is None:
             # A cold start (one CLI search): open the store (Milvus Lite start, jieba) and run the
             # BM25 leg, which needs no vector, on a worker thread while the model loads and embeds
             # the query; the model's work releases the GIL, so the two overlap on 2 cores. Once
             # both are loaded, the same overlap measured no faster (GIL hand-offs eat the gain).
-            vectors, (store, sparse) = await asyncio.gather(
+            vectors, (store, leg_hits["sparse"]) = await asyncio.gather(
                 _embed_query(embedder, query), asyncio.to_thread(lexical)
             )
             if self._embedder is not embedder:  # the store settled another model (_settle_model)
                 vectors = await _embed_query(self.embedder, query)
         else:
             vectors = await _embed_query(embedder, query)
-            store, sparse = lexical()
-        dense = store.search_leg("dense", vectors[0], top_k=fetch_k, filter_expr=filter_expr)
-        results = fuse({"dense": dense, "sparse": sparse}, hybrid_weights(query), fetch_k)
+            store = self._search_store()
+        # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place).
+        results = store.search(
+            vectors[0],
+            query_text=query,
+            top_k=fetch_k,
+            filter_expr=filter_expr,
+            weights=hybrid_weights(query),
+            leg_hits=leg_hits,
+        )
         if self._reranker_model and results:
             from memsearch.reranker import rerank_async
 

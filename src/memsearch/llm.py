@@ -356,7 +356,7 @@ class LLMSettings:
     def for_compact(cls, cfg: MemSearchConfig) -> LLMSettings:
         """The LLM ``compact`` uses: ``[llm]``, falling back to the deprecated ``[compact]`` keys.
 
-        The ``--llm-*`` flags set ``llm.*`` (``config.FLAG_KEYS``), so they beat every file. When
+        The ``--llm-*`` flags set ``llm.*`` (``memsearch.cli.flags.FLAG_KEYS``), so they beat every file. When
         ``llm.provider`` names an ``[llm.providers.<name>]`` entry, that entry supplies the type,
         model, base URL and key, and non-empty ``llm.model``/``base_url``/``api_key`` override them.
         """

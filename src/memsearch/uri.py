@@ -1,7 +1,7 @@
 """What a ``milvus.uri`` names: a Milvus Lite directory on this machine, or a Milvus server.
 
-Kept apart from ``store.py`` because the memory service's clients need a store's identity (to find
-its socket) on every routed call, and must not pay for importing the store module for that.
+Kept apart from ``memsearch.store`` because the memory service's clients need a store's identity (to find
+its socket) on every routed call, and must not pay for importing the store package for that.
 """
 
 from __future__ import annotations

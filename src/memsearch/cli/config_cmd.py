@@ -16,12 +16,12 @@ from typing import Any
 
 import click
 
+from memsearch.cli.flags import config_from_flags
 from memsearch.config import (
     LLM_DEFAULT_MODELS,
     PLUGIN_PLATFORMS,
     MemSearchConfig,
     PromptsConfig,
-    config_from_flags,
     config_to_dict,
     default_model_for,
     filter_project_config,

@@ -1,6 +1,6 @@
 """Option sets shared by commands, and the one path from flags to a resolved configuration.
 
-Flag names and their config keys live in one table (``memsearch.config.FLAG_KEYS``); this module
+Flag names and their config keys live in one table (``memsearch.cli.flags.FLAG_KEYS``); this module
 only declares the Click options and hands their values to the config layer. Commands then get their
 memory from ``memsearch.memory.open_memory``.
 """
@@ -96,7 +96,7 @@ indexing_options = _apply(
 
 def resolve(flags: dict[str, Any]) -> MemSearchConfig:
     """Config files + these flags (only the ones that were given) → resolved config."""
-    from memsearch.config import config_from_flags
+    from memsearch.cli.flags import config_from_flags
 
     return config_from_flags(flags)
 

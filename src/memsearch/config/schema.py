@@ -1,0 +1,312 @@
+"""The settings tree: every setting's name, type and default, defined once, in dataclasses.
+
+A dotted key such as ``chunking.max_chunk_size`` is a path through these dataclasses (TOML names:
+``plugins.claude-code`` is the attribute ``claude_code``). Other modules that need a default (the
+store's URI and collection, the facade's provider) take it from here. Also owns the lists that
+are part of the schema: which keys a project file may set, which fields are secrets, lower bounds,
+the plugin platforms and tasks, and where the deprecated ``[compact]`` keys moved.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from memsearch.config.env import resolve_env_ref
+from memsearch.errors import ConfigKeyError
+
+PROJECT_CONFIG_NAME = ".memsearch.toml"
+DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
+DEFAULT_COLLECTION = "memsearch_chunks"
+DEFAULT_PROVIDER = "onnx"
+
+#: The only keys a project file may set. A ``.memsearch.toml`` comes with whatever repository was
+#: cloned, so it must not be able to redirect the index (URIs, tokens), leak code to an endpoint of its
+#: choosing (providers, base URLs, keys), or change what runs (LLM, prompts, plugins).
+PROJECT_ALLOWED_KEYS: tuple[str, ...] = (
+    "milvus.collection",
+    "embedding.batch_size",
+    "chunking.max_chunk_size",
+    "chunking.overlap_lines",
+    "indexing.ignore_files",
+    "indexing.exclude",
+    "watch.debounce_ms",
+)
+
+#: Field names whose values are secrets wherever they appear (``embedding.api_key``,
+#: ``llm.providers.<name>.api_key``, ``milvus.token``, ...).
+SECRET_FIELDS: frozenset[str] = frozenset({"api_key", "token"})
+
+PLUGIN_PLATFORMS: tuple[str, ...] = ("claude-code", "codex", "opencode", "openclaw", "dsh")
+PLUGIN_TASKS: tuple[str, ...] = ("summarize", "project_review", "user_profile", "memory_to_skill")
+
+#: Suggested model per LLM backend (what an empty ``llm.model`` means for that backend).
+LLM_DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-5-mini",
+    "anthropic": "claude-sonnet-4-6",
+    "gemini": "gemini-3-flash-preview",
+}
+
+#: Where each deprecated ``[compact]`` key moved to.
+COMPACT_KEY_MOVES: dict[str, str] = {
+    "llm_provider": "llm.provider",
+    "llm_model": "llm.model",
+    "prompt_file": "prompts.compact",
+    "base_url": "llm.base_url",
+    "api_key": "llm.api_key",
+}
+
+#: Lower bounds of numeric fields (by field name; the names are unique across the tree).
+MINIMUMS: dict[str, float] = {
+    "max_chunk_size": 1,
+    "overlap_lines": 0,
+    "batch_size": 0,
+    "debounce_ms": 0,
+    "lock_timeout": 0,
+    "timeout": 0,
+    "min_interval_hours": 0,
+    "min_occurrences": 1,
+    "top_k": 1,
+}
+
+
+@dataclass
+class MilvusConfig:
+    """Where the index lives. ``uri`` is a Milvus Lite path or an ``http(s)://`` server URI."""
+
+    uri: str = DEFAULT_MILVUS_URI
+    token: str = ""
+    collection: str = DEFAULT_COLLECTION
+    #: Seconds a direct open waits for a Milvus Lite database another process holds.
+    lock_timeout: float = 10.0
+
+
+@dataclass
+class EmbeddingConfig:
+    """Which embedding provider and model. ``model == ""`` means the provider's default."""
+
+    provider: str = DEFAULT_PROVIDER
+    model: str = ""
+    batch_size: int = 0
+    base_url: str = ""
+    api_key: str = ""
+    #: Total deadline of one request to a remote embedding API, seconds (0: the provider's default,
+    #: 60 s; 300 s for Ollama, whose first request loads the model).
+    timeout: float = 0
+
+
+@dataclass
+class CompactConfig:
+    """Deprecated ``[compact]`` section; kept so old files load. See :data:`COMPACT_KEY_MOVES`."""
+
+    llm_provider: str = "openai"
+    llm_model: str = ""
+    prompt_file: str = ""
+    base_url: str = ""
+    api_key: str = ""
+
+
+@dataclass
+class ChunkingConfig:
+    max_chunk_size: int = 1500
+    overlap_lines: int = 2
+
+
+@dataclass
+class IndexingConfig:
+    """Opt-in ignore rules: ``ignore_files`` are gitignore-style files, ``exclude`` glob patterns."""
+
+    ignore_files: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WatchConfig:
+    debounce_ms: int = 1500
+
+
+@dataclass
+class RerankerConfig:
+    """Cross-encoder reranker; an empty ``model`` disables reranking."""
+
+    model: str = ""
+
+
+@dataclass
+class LLMProviderConfig:
+    """A named LLM endpoint (``[llm.providers.<name>]``). Values may stay ``env:VAR`` until used."""
+
+    type: str = ""
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+
+    def resolved(self, name: str = "<name>") -> LLMProviderConfig:
+        """A copy with ``env:`` references replaced — call this only when the provider is used."""
+        return LLMProviderConfig(
+            **{
+                f.name: resolve_env_ref(getattr(self, f.name), key=f"llm.providers.{name}.{f.name}")
+                for f in fields(self)
+            }
+        )
+
+
+@dataclass
+class LLMConfig:
+    """The LLM used by ``compact``, plus named providers that plugins route summaries to."""
+
+    provider: str = ""
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    providers: dict[str, LLMProviderConfig] = field(default_factory=dict)
+
+
+@dataclass
+class PromptsConfig:
+    """Paths to custom prompt templates; empty means the built-in prompt."""
+
+    compact: str = ""
+    summarize: str = ""
+    project_review: str = ""
+    user_profile: str = ""
+    memory_to_skill: str = ""
+
+
+@dataclass
+class PluginSummarizeConfig:
+    """Per-turn summaries. ``provider`` empty or ``native`` means the host agent summarises."""
+
+    enabled: bool = True
+    provider: str = ""
+    model: str = ""
+
+
+@dataclass
+class PluginMaintenanceTaskConfig:
+    """A periodic background task that writes one markdown file from the memory folder."""
+
+    enabled: bool = False
+    provider: str = "native"
+    model: str = ""
+    min_interval_hours: int = 24
+    input_dir: str = ".memsearch/memory"
+    output_file: str = ""
+
+
+@dataclass
+class PluginMemoryToSkillConfig:
+    enabled: bool = False
+    provider: str = "native"
+    model: str = ""
+    min_interval_hours: int = 24
+    input_dir: str = ".memsearch/memory"
+    min_occurrences: int = 3
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PluginRecallConfig:
+    """Recall on each prompt (``[plugins.<platform>.prompt_recall]``). ``auto_inject`` adds the
+    ``top_k`` best search hits for the prompt to the model's context (off by default: the one-line
+    hint to use the memory-recall skill costs fewer tokens)."""
+
+    auto_inject: bool = False
+    top_k: int = 3
+
+
+@dataclass
+class PluginPlatformConfig:
+    summarize: PluginSummarizeConfig = field(default_factory=PluginSummarizeConfig)
+    prompt_recall: PluginRecallConfig = field(default_factory=PluginRecallConfig)
+    project_review: PluginMaintenanceTaskConfig = field(
+        default_factory=lambda: PluginMaintenanceTaskConfig(output_file=".memsearch/PROJECT.md")
+    )
+    user_profile: PluginMaintenanceTaskConfig = field(
+        default_factory=lambda: PluginMaintenanceTaskConfig(output_file=".memsearch/USER.md")
+    )
+    memory_to_skill: PluginMemoryToSkillConfig = field(default_factory=PluginMemoryToSkillConfig)
+
+
+@dataclass
+class PluginsConfig:
+    """Per-platform plugin settings. TOML uses ``claude-code`` (``claude_code`` is accepted too)."""
+
+    claude_code: PluginPlatformConfig = field(
+        default_factory=PluginPlatformConfig, metadata={"toml": "claude-code"}
+    )
+    codex: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
+    opencode: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
+    openclaw: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
+    dsh: PluginPlatformConfig = field(default_factory=PluginPlatformConfig)
+
+    def platform(self, name: str) -> PluginPlatformConfig:
+        """The settings of one platform by its TOML or Python name; unknown names list the valid ones."""
+        attr = name.replace("-", "_")
+        if name.replace("_", "-") not in PLUGIN_PLATFORMS:
+            raise ConfigKeyError(
+                f"Unknown plugin platform: {name}", hint=f"Valid platforms: {', '.join(PLUGIN_PLATFORMS)}"
+            )
+        value: PluginPlatformConfig = getattr(self, attr)
+        return value
+
+
+@dataclass
+class ConfigOrigin:
+    """Where a resolved config came from. Not a setting: never serialised or merged."""
+
+    global_path: Path | None = None
+    project_path: Path | None = None
+    #: Dotted keys present in the project file but dropped by the allowlist (or unknown).
+    ignored_project_keys: list[str] = field(default_factory=list)
+    #: ``embedding.model`` was set nowhere and holds the provider's default: the user did not choose
+    #: it, so a store the original memsearch built may keep the original's model (memsearch.migration).
+    default_embedding_model: bool = False
+
+
+@dataclass
+class MemSearchConfig:
+    milvus: MilvusConfig = field(default_factory=MilvusConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    compact: CompactConfig = field(default_factory=CompactConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    indexing: IndexingConfig = field(default_factory=IndexingConfig)
+    watch: WatchConfig = field(default_factory=WatchConfig)
+    reranker: RerankerConfig = field(default_factory=RerankerConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    prompts: PromptsConfig = field(default_factory=PromptsConfig)
+    plugins: PluginsConfig = field(default_factory=PluginsConfig)
+    origin: ConfigOrigin = field(
+        default_factory=ConfigOrigin, repr=False, compare=False, metadata={"internal": True}
+    )
+
+
+@cache
+def table_schema(cls: type) -> dict[str, tuple[str, Any]]:
+    """TOML key -> (attribute name, resolved type) for a settings dataclass."""
+    hints = typing.get_type_hints(cls)
+    return {
+        f.metadata.get("toml", f.name): (f.name, hints[f.name])
+        for f in fields(cls)
+        if not f.metadata.get("internal")
+    }
+
+
+@cache
+def table_aliases(cls: type) -> dict[str, str]:
+    """Accepted alternative TOML keys (the Python attribute name) -> canonical TOML key."""
+    return {attr: key for key, (attr, _tp) in table_schema(cls).items() if attr != key}
+
+
+SECTIONS: tuple[str, ...] = tuple(table_schema(MemSearchConfig))
+
+
+def is_table(tp: Any) -> bool:
+    return isinstance(tp, type) and is_dataclass(tp)
+
+
+def is_mapping(tp: Any) -> bool:
+    return typing.get_origin(tp) is dict

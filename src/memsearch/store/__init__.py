@@ -1,0 +1,80 @@
+"""The Milvus store: the one place that talks to Milvus (Lite or server).
+
+Owns the collection schema (the original's), hybrid dense + BM25 search fused by RRF, upsert,
+delete and paginated scalar queries, filter-expression escaping, and turning every driver failure
+into a :mod:`memsearch.errors` class with a hint. Milvus Lite is driven in this process by
+:mod:`memsearch.lite`, without pymilvus; pymilvus is imported (inside functions only: it costs
+~0.8 s) for Milvus servers and Zilliz Cloud alone.
+
+The package is split along those parts; this module re-exports their public names, so
+``from memsearch.store import ...`` keeps working:
+
+- :mod:`~memsearch.store.milvus`: ``MilvusStore`` (schema, writes, the search legs, queries);
+- :mod:`~memsearch.store.connect`: opening Milvus Lite (waiting for a held database) or a server;
+- :mod:`~memsearch.store.fusion`: the two legs, their weights per query, weighted RRF;
+- :mod:`~memsearch.store.filters`: filter expressions, every value escaped;
+- :mod:`~memsearch.store.rows`: values as stored (UTF-8, byte limits) and upsert batches;
+- :mod:`~memsearch.store.driver_errors`: driver failures as memsearch errors, Lite lock holders;
+- :mod:`~memsearch.store.analyzer`: the BM25 analyzer and jieba for Milvus Lite.
+
+Where the original falls short and this package does better:
+
+- URIs are classified by a table of schemes; a Lite path is expanded, resolved and must end in
+  ``.db`` (pymilvus itself refuses anything else, so a plain directory path is rejected up front
+  with a hint instead of a driver error).
+- A Lite database held by another process is waited for (``lock_timeout``), then reported with the
+  holder's PID and command line (§23.16).
+- Filter values are escaped in one helper; ``source_prefix_filter`` matches on path boundaries and
+  escapes LIKE wildcards (§23.14).
+- ``query``/``indexed_sources``/``hashes_by_source`` page through results (§23.10).
+- Over-long ``source``/``heading``/``content`` values are truncated to the field's UTF-8 byte
+  limit instead of failing the whole batch (§23.11). Milvus server counts VARCHAR ``max_length``
+  in bytes, Milvus Lite in characters; a byte limit satisfies both.
+- Empty-collection search is detected with a consistent query, not lagging row-count stats
+  (§23.12); ``count()`` uses ``count(*)`` for the same reason.
+- Read-only use of a missing collection raises ``CollectionNotFoundError`` (§23.13).
+- The ``content`` analyzer segments Chinese (jieba) when the ``jieba`` package is installed.
+"""
+
+from memsearch.store.analyzer import ANALYZER_CHOICES, ANALYZERS, analyzer_params_for, default_analyzer_params
+from memsearch.store.connect import CONNECT_TIMEOUT, LOCK_POLL_INTERVAL
+from memsearch.store.driver_errors import lock_holders
+from memsearch.store.filters import escape_filter_value, source_prefix_filter
+from memsearch.store.fusion import HYBRID_TILT, LEGS, RRF_K, SEARCH_MODES, fuse, hybrid_weights
+from memsearch.store.milvus import (
+    DEFAULT_COLLECTION,
+    DEFAULT_URI,
+    DELETE_BATCH,
+    IN_BATCH,
+    PAGE_SIZE,
+    MilvusStore,
+)
+from memsearch.store.rows import FIELD_MAX_BYTES, UPSERT_MAX_BYTES, UPSERT_MAX_ROWS, truncate_utf8
+
+__all__ = [
+    "ANALYZERS",
+    "ANALYZER_CHOICES",
+    "CONNECT_TIMEOUT",
+    "DEFAULT_COLLECTION",
+    "DEFAULT_URI",
+    "DELETE_BATCH",
+    "FIELD_MAX_BYTES",
+    "HYBRID_TILT",
+    "IN_BATCH",
+    "LEGS",
+    "LOCK_POLL_INTERVAL",
+    "PAGE_SIZE",
+    "RRF_K",
+    "SEARCH_MODES",
+    "UPSERT_MAX_BYTES",
+    "UPSERT_MAX_ROWS",
+    "MilvusStore",
+    "analyzer_params_for",
+    "default_analyzer_params",
+    "escape_filter_value",
+    "fuse",
+    "hybrid_weights",
+    "lock_holders",
+    "source_prefix_filter",
+    "truncate_utf8",
+]

@@ -1,0 +1,154 @@
+"""Connecting to Milvus: Milvus Lite driven in this process, or pymilvus for a server.
+
+Owns the checks made before a Lite database is opened (platform, ``.db`` suffix, a database file
+from an older Milvus Lite, its directory), waiting for a database another process holds, and the
+driver's schema types. pymilvus is imported only for a server (it costs ~0.8 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from memsearch import errors
+from memsearch.store.analyzer import JIEBA_QUIET
+from memsearch.store.driver_errors import (
+    describe_holders,
+    driver_message,
+    generic_open_error,
+    is_driver_error,
+    legacy_file_error,
+    lock_is_held,
+    locked_hint,
+    milvus_lite_major,
+    quiet,
+)
+from memsearch.uri import SERVER_PREFIXES, StoreLocation
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from pymilvus import MilvusClient
+
+    from memsearch.lite import LiteClient
+
+    #: pymilvus' client for servers; for Lite, the in-process client answering the same calls.
+    Client: TypeAlias = MilvusClient | LiteClient
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5.0  # seconds; an unreachable server must fail fast
+LOCK_POLL_INTERVAL = 0.2  # seconds between attempts on a locked Lite database
+
+
+def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) -> Client:
+    path = location.path
+    assert path is not None
+    if sys.platform == "win32":
+        raise errors.StoreConnectionError(
+            f"Milvus Lite (the local database {path}) is not available on Windows",
+            hint=(
+                "Run a Milvus server, e.g. `docker run -d -p 19530:19530 milvusdb/milvus:latest "
+                "standalone`, and use --milvus-uri http://localhost:19530 "
+                "(MemSearch(milvus_uri='http://localhost:19530')), or run memsearch under WSL2."
+            ),
+        )
+    if path.suffix != ".db":
+        raise errors.StoreConnectionError(
+            f"Not a Milvus Lite database path: {path} (it must end in .db)",
+            hint=(
+                f"Use a path like ~/.memsearch/milvus.db, or a server URI starting with {SERVER_PREFIXES}."
+            ),
+        )
+    if path.is_file():
+        major = milvus_lite_major()
+        if major is not None and major >= 3:
+            raise legacy_file_error(path, major)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise errors.StoreConnectionError(
+            f"Cannot create the directory for the Milvus Lite database {path}: {exc.strerror or exc}",
+            hint="Check the path and its permissions, or choose another --milvus-uri.",
+        ) from exc
+
+    from memsearch.lite import LiteClient
+
+    logging.getLogger("jieba").addFilter(JIEBA_QUIET)  # idempotent
+    deadline = time.monotonic() + max(0.0, lock_timeout)
+    waited = False
+    while True:
+        failure: BaseException | None = None
+        with quiet() as captured:
+            try:
+                client = LiteClient(str(path))
+            except Exception as exc:
+                if not is_driver_error(exc):
+                    raise
+                failure = exc
+        if failure is None:
+            return client
+        cause = captured[0] if captured else failure
+        if type(cause).__name__ != "DataDirLockedError" and not lock_is_held(path):
+            raise generic_open_error(path, cause) from cause
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise errors.StoreLockedError(
+                f"The Milvus Lite database {path} is in use by {describe_holders(path)}"
+                + (f" (waited {lock_timeout:g} s)" if waited else ""),
+                hint=locked_hint(path),
+            ) from cause
+        if not waited:
+            logger.info("Waiting up to %g s for the Milvus Lite database %s", lock_timeout, path)
+            waited = True
+        time.sleep(min(LOCK_POLL_INTERVAL, remaining))
+
+
+def _open_server(location: StoreLocation, token: str | None, lock_timeout: float) -> Client:
+    from pymilvus import MilvusClient
+
+    with quiet():
+        try:
+            return MilvusClient(uri=location.uri, token=token or "", timeout=CONNECT_TIMEOUT)
+        except Exception as exc:
+            if not is_driver_error(exc):
+                raise
+            _, message = driver_message(exc)
+            raise errors.StoreConnectionError(
+                f"Cannot connect to Milvus at {location.display}: {message}",
+                hint=(
+                    "Check that the server is running and reachable and that the URI and token are "
+                    "right (a local Milvus Lite database is a path ending in .db)."
+                ),
+            ) from exc
+
+
+#: Location kind -> how to open a client for it (all take location, token, lock timeout).
+_CONNECTORS: dict[str, Callable[[StoreLocation, str | None, float], Client]] = {
+    "lite": _open_lite,
+    "server": _open_server,
+}
+
+
+def open_client(location: StoreLocation, *, token: str | None, lock_timeout: float) -> Client:
+    """A connected client for ``location``: Milvus Lite in this process, or pymilvus for a server.
+
+    Every failure is a :class:`~memsearch.errors.StoreConnectionError` (or its Lite subclasses:
+    locked, damaged) with a hint; a Lite database another process holds is waited for up to
+    ``lock_timeout`` seconds.
+    """
+    return _CONNECTORS[location.kind](location, token, lock_timeout)
+
+
+def schema_types(location: StoreLocation) -> tuple[Any, Any, Any]:
+    """(DataType, Function, FunctionType) of the driver for ``location``."""
+    if location.is_local:
+        from memsearch.lite import LiteClient
+
+        return LiteClient.schema_types()
+    from pymilvus import DataType, Function, FunctionType
+
+    return DataType, Function, FunctionType
