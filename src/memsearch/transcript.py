@@ -510,11 +510,11 @@ def _codex_output(raw: Any) -> str:
             decoded = json.loads(raw)
         except ValueError:
             return _CODEX_EXEC_HEADER.sub("", raw, count=1)
-        if isinstance(decoded, Mapping) and isinstance(decoded.get("output"), str):
-            return decoded["output"]
+        if isinstance(decoded, Mapping) and isinstance(output := decoded.get("output"), str):
+            return output
         return raw
-    if isinstance(raw, Mapping) and isinstance(raw.get("content"), str):
-        return raw["content"]
+    if isinstance(raw, Mapping) and isinstance(content := raw.get("content"), str):
+        return content
     return json.dumps(raw, ensure_ascii=False)
 
 
@@ -777,7 +777,8 @@ def _zstd_decompress(data: bytes) -> bytes:
         from compression import zstd  # Python 3.14+
     except ImportError:
         from backports import zstd  # the backport, installed with memsearch on older Pythons
-    return zstd.decompress(data)
+    plain: bytes = zstd.decompress(data)
+    return plain
 
 
 def _choose_session(src: _Source, con: sqlite3.Connection, newest_first: str, what: str) -> str | None:
