@@ -28,6 +28,7 @@ __all__ = [
     "HookInput",
     "Platform",
     "Reply",
+    "disabled",
     "dumps",
     "find_git_root",
     "render_hook_json",
@@ -39,6 +40,15 @@ DISABLE_ENV = "MEMSEARCH_DISABLE"
 NO_WATCH_ENV = "MEMSEARCH_NO_WATCH"
 #: A shared memory folder replacing ``<project>/.memsearch`` (the collection follows it).
 MEMSEARCH_DIR_ENV = "MEMSEARCH_DIR"
+
+
+def disabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``MEMSEARCH_DISABLE=1`` asks every hook to do nothing.
+
+    Here beside :data:`DISABLE_ENV` rather than in the engine, so that the engine's actions (the
+    OpenCode daemon among them) can ask it without importing the engine back.
+    """
+    return (os.environ if env is None else env).get(DISABLE_ENV, "") == "1"
 
 
 @dataclass(frozen=True)

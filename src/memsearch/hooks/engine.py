@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.errors import HookUsageError, MemSearchError
-from memsearch.hooks.base import DISABLE_ENV, HookContext, HookInput, Platform, Reply
+from memsearch.hooks.base import HookContext, HookInput, Platform, Reply, disabled
 
 __all__ = [
     "ACTIONS",
@@ -52,11 +52,6 @@ EVENT_ALIASES: dict[str, str] = {
     "stop": "stop",
     "sessionend": "session-end",
 }
-
-
-def disabled(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``MEMSEARCH_DISABLE=1`` asks every hook to do nothing."""
-    return (os.environ if env is None else env).get(DISABLE_ENV, "") == "1"
 
 
 def get_platform(name: str) -> Platform:

@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def daemon_action(_platform: object, _options: Mapping[str, Any]) -> str:
     """The ``memsearch hook opencode daemon`` action (for ``memsearch.hooks.engine.ACTIONS``): the
     daemon for the folder the command runs in, until OpenCode exits (never inside a nested agent)."""
-    from memsearch.hooks.engine import disabled
+    from memsearch.hooks.base import disabled
 
     if disabled():
         return ""
