@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 import memsearch
-from memsearch.hooks.engine import ACTIONS, EVENT_ALIASES
+from memsearch import config
+from memsearch.hooks import install
+from memsearch.hooks.engine import ACTIONS, EVENT_ALIASES, actions_of
 from memsearch.hooks.events import EVENTS
-from memsearch.hooks.platforms import PLATFORMS
+from memsearch.hooks.platforms import DOCTORS, INSTALLERS, PLATFORMS, ROWS, SETTINGS_ONLY_PLATFORMS
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ROOT / "plugins"
@@ -112,10 +114,28 @@ def test_skills_have_frontmatter_naming_their_folder(platform: str) -> None:
             assert "openclaw" in json.loads(fields["metadata"])
         # Every command a skill shows for this platform is one the hook engine has.
         for action in re.findall(rf"hook {platform} ([a-z-]+)", body):
-            assert action in ACTIONS or action in EVENTS, action
+            assert action in actions_of(PLATFORMS[platform]) or action in EVENTS, action
         assert (
             "memsearch transcript" in body
             or "__MEMSEARCH__ transcript" in body
             or "memory_transcript" in body  # the OpenClaw/OpenCode tool that runs it
             or skill.parent.name != "memory-recall"
         )
+
+
+def test_host_tables_are_derived_from_the_platform_rows() -> None:
+    """A host is one row: every other list of hosts must agree with the rows."""
+    assert list(PLATFORMS) == [row.name for row in ROWS]
+    assert all(PLATFORMS[name] is row for name, row in zip(PLATFORMS, ROWS, strict=True))
+    assert {row.name: row.installer for row in ROWS if row.installer is not None} == INSTALLERS
+    assert {row.name: row.doctor for row in ROWS if row.doctor is not None} == DOCTORS
+    assert INSTALLERS["codex"] is PLATFORMS["codex"].installer
+    # config.py keeps its own literal (reading the configuration must not import the adapters).
+    assert set(config.PLUGIN_PLATFORMS) == set(PLATFORMS) | set(SETTINGS_ONLY_PLATFORMS)
+    assert not set(PLATFORMS) & set(SETTINGS_ONLY_PLATFORMS)
+    # Host-only actions never shadow a shared action or an event name.
+    for row in ROWS:
+        assert not set(row.actions) & (set(ACTIONS) | set(EVENTS) | set(EVENT_ALIASES)), row.name
+    # The installers live in install.py but the table of them only in the rows.
+    assert not hasattr(install, "INSTALLERS")
+    assert not hasattr(install, "DOCTORS")
