@@ -18,11 +18,6 @@ caller can fall back to reading the file itself).
 Transcripts are read by agents while the agent may still be writing them, and may hold bytes that are
 not UTF-8. Each line is decoded on its own with replacement, a half-written final line is skipped, and
 both are reported as warnings on the returned :class:`Transcript` instead of failing the whole read.
-
-Compared with the original: Codex turns have stable ids, an unmatched ``--turn`` is an error rather
-than "everything", consecutive Claude Code entries of one model response form one turn, meta and
-sidechain entries are left out, images show as placeholders, and long renderings keep the turns that
-were asked for (the newest ones, or the selected one) rather than the oldest.
 """
 
 from __future__ import annotations
