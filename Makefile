@@ -30,14 +30,23 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/pytest -q
 
-lint: $(VENV)/.installed-dev
+## The JavaScript checkers, pinned in .ci/js/package-lock.json (npm once, then offline).
+JS_TOOLS := .ci/js
+JS_FILES := plugins/*/index.js $(JS_TOOLS)/statements.mjs
+$(JS_TOOLS)/node_modules/.installed: $(JS_TOOLS)/package-lock.json
+	cd $(JS_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint: $(VENV)/.installed-dev $(JS_TOOLS)/node_modules/.installed
 	$(BIN)/ruff check src tests evaluation
 	$(BIN)/ruff format --check src tests evaluation
 	$(BIN)/mypy
+	$(JS_TOOLS)/node_modules/.bin/prettier --check $(JS_FILES)
 
-format: $(VENV)/.installed-dev
+format: $(VENV)/.installed-dev $(JS_TOOLS)/node_modules/.installed
 	$(BIN)/ruff format src tests evaluation
 	$(BIN)/ruff check --fix src tests evaluation
+	$(JS_TOOLS)/node_modules/.bin/prettier --write $(JS_FILES)
 
 ## Speed and memory benchmark (see evaluation/bench.py): prints a table of medians.
 bench: $(VENV)/.installed

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         wait_for_service(uri, time.monotonic() + 900)
-        from memsearch.config import config_from_flags
+        from memsearch.cli.flags import config_from_flags
         from memsearch.memory import open_memory
 
         cfg = config_from_flags({"milvus_uri": uri})

@@ -204,7 +204,7 @@ def test_long_line_after_forced_split_stays_bounded() -> None:
     assert chunks[-1].content.endswith("end line here")
 
 
-# --- sentence splitter (§4.6) --------------------------------------------------------------------
+# --- sentence splitter (for lines longer than a chunk) --------------------------------------------
 
 
 def test_split_cjk_full_stop() -> None:
@@ -261,7 +261,7 @@ def test_split_prefers_whitespace_over_mid_word_cut() -> None:
     assert _split_long_text("alpha beta gamma delta", 12) == ["alpha beta", "gamma delta"]
 
 
-# --- fix 1: fenced code blocks ---------------------------------------------------------------------
+# --- fix 1: fenced code blocks --------------------------------------------------------------------
 
 
 def test_comment_lines_in_code_fences_are_not_headings() -> None:
@@ -297,7 +297,7 @@ def test_unclosed_fence_does_not_swallow_later_headings() -> None:
     assert [c.heading for c in chunk_markdown(text)] == ["09:00", "09:05"]
 
 
-# --- fix 2: no overlap cascade ---------------------------------------------------------------------
+# --- fix 2: no overlap cascade --------------------------------------------------------------------
 
 
 def test_overlap_never_exceeds_max_and_no_fragments_share_a_range() -> None:
@@ -327,7 +327,7 @@ def test_no_chunk_is_only_overlap() -> None:
         assert later.content not in earlier.content
 
 
-# --- fix 3: unique chunk IDs -------------------------------------------------------------------------
+# --- fix 3: unique chunk IDs ----------------------------------------------------------------------
 
 
 def test_identical_parts_of_one_line_get_one_chunk() -> None:
@@ -343,7 +343,7 @@ def test_repeated_text_under_a_heading_has_unique_ids() -> None:
     _check_invariants(text, chunks, 50)
 
 
-# --- fix 4: line endings ------------------------------------------------------------------------------
+# --- fix 4: line endings --------------------------------------------------------------------------
 
 
 def test_crlf_leaves_no_carriage_returns() -> None:
@@ -378,7 +378,7 @@ def test_utf8_bom_does_not_hide_the_first_heading() -> None:
     assert chunk_markdown("\ufeff# Title\nbody\n")[0].heading == "Title"
 
 
-# --- property checks ------------------------------------------------------------------------------------
+# --- property checks ------------------------------------------------------------------------------
 
 
 def test_randomised_documents_keep_invariants() -> None:

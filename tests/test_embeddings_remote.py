@@ -341,7 +341,7 @@ async def test_ollama_host_from_environment(
     assert p.base_url == fake_api.url
     await p.embed(["x"])
     assert fake_api.requests[0].path == "/api/embed"
-    # base_url wins over OLLAMA_HOST (the original ignored it, §23.20)
+    # base_url wins over OLLAMA_HOST (the original ignored base_url for Ollama: only OLLAMA_HOST counted)
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:1")
     assert get_provider("ollama", base_url=fake_api.url).base_url == fake_api.url
 

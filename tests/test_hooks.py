@@ -132,12 +132,13 @@ def test_session_start_injects_recent_memory_with_real_newlines(hk: HookEnv, pla
     out = hook_json(proc)
     context = out["hookSpecificOutput"]["additionalContext"]
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert "\n## 2026-03-25.md\n" in context and "\\n" not in context  # real newlines (§12.1)
+    # real newlines: the original's context held literal "\n" sequences, which the model reads as text
+    assert "\n## 2026-03-25.md\n" in context and "\\n" not in context
     assert context.index("2026-03-25.md") < context.index("2026-03-24.md")  # newest first
     assert "2026-03-20" not in context and "Team notes" not in context  # only the 2 newest journals
     assert "<!--" not in context and "typed by hand" not in context  # bullets and headings only
     assert "## Session 17:40" not in context  # a stub heading without bullets is dropped
-    assert "### 08:55" in context  # ### lines kept (the original lost them under mawk, §12.2)
+    assert "### 08:55" in context  # ### lines kept (the original's awk regex dropped them under mawk)
     subs = session_start_subs(hk, hk.collection(platform))
     check_golden(f"{platform}-session-start.json", substitute(proc.stdout, subs))  # the exact bytes
     assert not list(hk.memory_dir.glob(f"{time.strftime('%Y-%m-%d')}.md"))  # nothing written
@@ -216,7 +217,8 @@ def test_prompt_submit_hints_the_model_only_when_there_is_memory(hk: HookEnv, pl
     short = json.dumps({"prompt": "ok go on", "cwd": str(hk.project)})
     assert hook_json(hk.hook(platform, "prompt-submit", short)) == {}
     proc = hk.hook(platform, "prompt-submit", stdin)
-    assert "systemMessage" not in hook_json(proc)  # the hint is for the model, not the user (§12.4)
+    # the hint is for the model: a systemMessage would be shown to the user and never reach the model
+    assert "systemMessage" not in hook_json(proc)
     check_golden(f"{platform}-prompt-submit.json", proc.stdout)
 
 

@@ -1,31 +1,48 @@
 """The plugins folder holds manifests, skills and tiny shims — never logic, never copies.
 
 Rules: every ``plugins/<platform>/`` file is a JSON manifest, a markdown skill or
-document, or a shim of at most 15 lines; no two files under ``plugins/`` are identical (shared
-logic, prompts and parsers live once, in the package). Also checked: the manifests parse and agree
-with each other and with the engine's platform table, and each shim calls its own platform.
+document, or a shim; no two files under ``plugins/`` are identical (shared logic, prompts and
+parsers live once, in the package). A shim is measured by its statements, not its lines, so that
+it can be written readably: a shell shim by its command lines, a JavaScript module by the
+statements acorn finds in it (.ci/js/statements.mjs), and the JavaScript must be as prettier
+formats it (both tools pinned in .ci/js/package.json, installed from npm once, then offline).
+Also checked: the manifests parse and agree with each other and with the engine's platform table,
+and each shim calls its own platform.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 import memsearch
-from memsearch.hooks.engine import ACTIONS, EVENT_ALIASES
+from memsearch import config
+from memsearch.hooks import install
+from memsearch.hooks.engine import ACTIONS, EVENT_ALIASES, actions_of
 from memsearch.hooks.events import EVENTS
-from memsearch.hooks.platforms import PLATFORMS
+from memsearch.hooks.platforms import DOCTORS, INSTALLERS, PLATFORMS, ROWS, SETTINGS_ONLY_PLATFORMS
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ROOT / "plugins"
-MAX_SHIM_LINES = 15
+JS_TOOLS = ROOT / ".ci" / "js"
 #: Manifests and skills/docs may be long; everything else is a shim.
 NOT_SHIMS = (".json", ".md")
+#: Command lines of a shell shim (block keywords such as ``fi`` do not count).
+MAX_SHELL_STATEMENTS = 10
+#: Statements of a JavaScript plugin module: enough to adapt the host's API to ``memsearch``
+#: commands (about 50 today), far too few to hold parsing, prompts or capture logic.
+MAX_JS_STATEMENTS = 60
+#: Longest line of a JavaScript shim (prettier does not wrap comments or strings).
+MAX_JS_LINE = 110
+_SHELL_BLOCK_WORDS = frozenset({"fi", "else", "then", "do", "done", "esac", "{", "}"})
 
 
 def plugin_files() -> list[Path]:
@@ -36,14 +53,95 @@ def platform_dirs() -> list[Path]:
     return sorted(p for p in PLUGINS.iterdir() if p.is_dir())
 
 
+def shims() -> list[Path]:
+    return sorted(
+        p for d in platform_dirs() for p in d.rglob("*") if p.is_file() and p.suffix not in NOT_SHIMS
+    )
+
+
+def js_tools() -> Path:
+    """The pinned prettier and acorn (``npm ci`` into .ci/js once; later runs need no network)."""
+    done = JS_TOOLS / "node_modules" / ".installed"
+    with open(JS_TOOLS / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            npm = shutil.which("npm")
+            assert npm is not None, "npm must be on PATH to check the JavaScript plugins"
+            subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=JS_TOOLS,
+                check=True,
+                timeout=600,
+            )
+            done.write_text("ok\n")
+    return JS_TOOLS / "node_modules" / ".bin"
+
+
+def shell_statements(text: str) -> int:
+    """Command lines: not blank, not a comment, not a lone block keyword (``fi``, ``else``, ...)."""
+    return sum(
+        1
+        for line in text.splitlines()
+        if (code := line.strip()) and not code.startswith("#") and code not in _SHELL_BLOCK_WORDS
+    )
+
+
+def js_statements(paths: list[Path]) -> dict[Path, dict[str, int]]:
+    js_tools()
+    out = subprocess.run(
+        ["node", str(JS_TOOLS / "statements.mjs"), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return {Path(name): counts for name, counts in json.loads(out).items()}
+
+
 def test_every_platform_folder_has_only_manifests_skills_and_short_shims() -> None:
     assert {p.name for p in platform_dirs()} >= {"claude-code", "codex"}
-    for platform in platform_dirs():
-        for path in sorted(p for p in platform.rglob("*") if p.is_file()):
-            if path.suffix in NOT_SHIMS:
-                continue
-            lines = path.read_text(encoding="utf-8").splitlines()
-            assert len(lines) <= MAX_SHIM_LINES, f"{path.relative_to(ROOT)} has {len(lines)} lines"
+    js = [p for p in shims() if p.suffix == ".js"]
+    assert {p.parent.name for p in js} == {"opencode", "openclaw"}
+    counts = js_statements(js)
+    for path in shims():
+        name = path.relative_to(ROOT)
+        if path.suffix == ".sh":
+            n = shell_statements(path.read_text(encoding="utf-8"))
+            assert n <= MAX_SHELL_STATEMENTS, f"{name} has {n} command lines"
+        elif path.suffix == ".js":
+            n = counts[path]["all"]
+            assert n <= MAX_JS_STATEMENTS, f"{name} has {n} statements"
+        else:
+            raise AssertionError(f"{name}: a plugin file must be a manifest, a skill/doc, or a .sh/.js shim")
+
+
+def test_shim_statements_are_counted_not_lines() -> None:
+    # The same two statements squeezed on one line or spread over many count the same.
+    assert shell_statements("#!/bin/sh\n# why\nif true; then\n  echo a\nfi\n") == 2
+    assert shell_statements("if true; then echo a; fi") == 1
+    folder = JS_TOOLS / "node_modules" / ".probe"
+    folder.mkdir(parents=True, exist_ok=True)
+    squeezed, spread = folder / "squeezed.js", folder / "spread.js"
+    squeezed.write_text("const a = 1; function f(x) { if (x) { return a; } return 0; }\n")
+    spread.write_text("const a = 1;\n\nfunction f(x) {\n  if (x) {\n    return a;\n  }\n  return 0;\n}\n")
+    counts = js_statements([squeezed, spread])
+    assert counts[squeezed] == counts[spread] == {"top": 2, "all": 5, "functions": 1}
+
+
+def test_javascript_shims_are_formatted_and_readable() -> None:
+    """prettier decides the layout; lines stay short enough to read (comments included)."""
+    paths = [p for p in shims() if p.suffix == ".js"] + [JS_TOOLS / "statements.mjs"]
+    proc = subprocess.run(
+        [str(js_tools() / "prettier"), "--check", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            assert len(line) <= MAX_JS_LINE, f"{path.relative_to(ROOT)}:{number} has {len(line)} characters"
 
 
 def test_no_two_files_under_plugins_are_identical() -> None:
@@ -112,10 +210,28 @@ def test_skills_have_frontmatter_naming_their_folder(platform: str) -> None:
             assert "openclaw" in json.loads(fields["metadata"])
         # Every command a skill shows for this platform is one the hook engine has.
         for action in re.findall(rf"hook {platform} ([a-z-]+)", body):
-            assert action in ACTIONS or action in EVENTS, action
+            assert action in actions_of(PLATFORMS[platform]) or action in EVENTS, action
         assert (
             "memsearch transcript" in body
             or "__MEMSEARCH__ transcript" in body
             or "memory_transcript" in body  # the OpenClaw/OpenCode tool that runs it
             or skill.parent.name != "memory-recall"
         )
+
+
+def test_host_tables_are_derived_from_the_platform_rows() -> None:
+    """A host is one row: every other list of hosts must agree with the rows."""
+    assert list(PLATFORMS) == [row.name for row in ROWS]
+    assert all(PLATFORMS[name] is row for name, row in zip(PLATFORMS, ROWS, strict=True))
+    assert {row.name: row.installer for row in ROWS if row.installer is not None} == INSTALLERS
+    assert {row.name: row.doctor for row in ROWS if row.doctor is not None} == DOCTORS
+    assert INSTALLERS["codex"] is PLATFORMS["codex"].installer
+    # config.py keeps its own literal (reading the configuration must not import the adapters).
+    assert set(config.PLUGIN_PLATFORMS) == set(PLATFORMS) | set(SETTINGS_ONLY_PLATFORMS)
+    assert not set(PLATFORMS) & set(SETTINGS_ONLY_PLATFORMS)
+    # Host-only actions never shadow a shared action or an event name.
+    for row in ROWS:
+        assert not set(row.actions) & (set(ACTIONS) | set(EVENTS) | set(EVENT_ALIASES)), row.name
+    # The installers live in install.py but the table of them only in the rows.
+    assert not hasattr(install, "INSTALLERS")
+    assert not hasattr(install, "DOCTORS")

@@ -136,7 +136,7 @@ def test_missing_inputs_are_skipped(tmp_path: Path) -> None:
     assert result.problems == []
 
 
-# --- ignore rules (§5.2) ----------------------------------------------------------------------------
+# --- ignore rules (opt-in .gitignore-style files) -------------------------------------------------
 
 
 def test_ignore_rules_disabled_by_default(tmp_path: Path) -> None:
@@ -229,7 +229,7 @@ def test_ignore_files_read_once_per_walk(tmp_path: Path, monkeypatch: pytest.Mon
     assert reads == [".gitignore"]
 
 
-# --- should_index_path (§5.3) -----------------------------------------------------------------------
+# --- should_index_path (the one rule index and watch share) ---------------------------------------
 
 
 def test_should_index_path_agrees_with_scan(tmp_path: Path) -> None:
@@ -273,7 +273,7 @@ def test_should_index_path_sees_ignore_edits_live(tmp_path: Path) -> None:
     assert not should_index_path(path, [tmp_path], ignore_files=[".gitignore"])
 
 
-# --- robustness -------------------------------------------------------------------------------------
+# --- robustness -----------------------------------------------------------------------------------
 
 
 def test_symlink_loops_do_not_hang_or_crash(tmp_path: Path) -> None:
@@ -345,7 +345,7 @@ def test_unreadable_file_raises_oserror(world_dir: Path) -> None:
         read_markdown(path)
 
 
-# --- read_markdown ------------------------------------------------------------------------------------
+# --- read_markdown --------------------------------------------------------------------------------
 
 
 def test_read_plain_utf8(tmp_path: Path) -> None:

@@ -1,15 +1,103 @@
-// memsearch for OpenClaw (host facts: README.md). Tools (tools.json) and hooks run the memsearch CLI with argument arrays, never a shell.
+// memsearch for OpenClaw (host facts: README.md). Tools (tools.json) and hooks run the memsearch
+// CLI with argument arrays, never a shell.
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
+
 const TOOLS = JSON.parse(readFileSync(new URL("./tools.json", import.meta.url), "utf8"));
-const run = (args, cwd, input = "") => new Promise((done) => { const child = execFile("memsearch", args, { cwd: existsSync(cwd) ? cwd : undefined, timeout: 120000, maxBuffer: 1 << 26 }, (e, out, err) => done({ out: String(out ?? "").trim(), err: String(err || e?.message || "").trim() })); child.stdin.on("error", () => {}).end(input); });
-const fill = (argv, p) => argv.flatMap((a) => [a].flat().every((x) => !x.startsWith("{") || p[x.slice(1, -1)] != null) ? [a].flat().map((x) => (x.startsWith("{") ? String(p[x.slice(1, -1)]) : x)) : []);
-const workspace = (ctx = {}) => ctx.workspaceDir || `${homedir()}/.openclaw/workspace${ctx.agentId && ctx.agentId !== "main" ? `-${ctx.agentId}` : ""}`;
-const collections = new Map(), collection = async (dir) => collections.get(dir) ?? collections.set(dir, (await run(["hook", "openclaw", "collection"], dir)).out).get(dir);
-const hook = async (event, ev = {}, ctx = {}, extra = {}) => { const r = await run(["hook", "openclaw", event], workspace(ctx), JSON.stringify({ sessionId: ev.sessionId || ctx.sessionId, agentId: ctx.agentId, workspaceDir: workspace(ctx), ...extra })); try { return JSON.parse(r.out); } catch { return {}; } };
-export default { id: "memsearch", name: "memsearch", kind: "memory", description: "Markdown memory: capture each turn, recall past sessions.", register(api) {
-  const live = process.env.MEMSEARCH_NO_WATCH !== "1", cfg = api.pluginConfig ?? {};
-  for (const [name, t] of Object.entries(TOOLS)) api.registerTool((ctx) => ({ name, label: t.label, description: t.description, parameters: t.parameters, catalogMode: "direct-only", execute: async (_id, p = {}) => { const r = await run(fill(t.argv, { ...t.defaults, ...p, collection: await collection(workspace(ctx)) }), workspace(ctx)); return { content: [{ type: "text", text: r.out || r.err || t.empty }] }; } }), { name });
-  if (live && cfg.autoRecall !== false) api.on("before_prompt_build", async (ev, ctx) => { const r = await hook("session-start", ev, ctx); return r.prependContext ? { prependContext: r.prependContext } : undefined; });
-  if (live && cfg.autoCapture !== false) api.on("agent_end", (ev, ctx) => hook("stop", ev, ctx, { messages: Array.isArray(ev.messages) ? ev.messages : [] }).then(() => undefined)); } };
+
+// Runs `memsearch ARGS` in `cwd` with `input` on stdin; resolves to its trimmed stdout and stderr.
+function run(args, cwd, input = "") {
+  return new Promise((done) => {
+    const options = { cwd: existsSync(cwd) ? cwd : undefined, timeout: 120000, maxBuffer: 1 << 26 };
+    const child = execFile("memsearch", args, options, (error, out, err) =>
+      done({ out: String(out ?? "").trim(), err: String(err || error?.message || "").trim() }),
+    );
+    child.stdin.on("error", () => {}).end(input);
+  });
+}
+
+// A tool's argv template with `{name}` placeholders filled from `params`; an item (or a group of
+// items, such as a flag and its value) is left out when one of its placeholders has no value.
+function fill(argv, params) {
+  const isSlot = (item) => item.startsWith("{");
+  const value = (item) => params[item.slice(1, -1)];
+  return argv.flatMap((group) => {
+    const items = [group].flat();
+    if (!items.every((item) => !isSlot(item) || value(item) != null)) return [];
+    return items.map((item) => (isSlot(item) ? String(value(item)) : item));
+  });
+}
+
+// The agent's workspace: the one OpenClaw names, else its default folder for that agent.
+function workspace(ctx = {}) {
+  const suffix = ctx.agentId && ctx.agentId !== "main" ? `-${ctx.agentId}` : "";
+  return ctx.workspaceDir || `${homedir()}/.openclaw/workspace${suffix}`;
+}
+
+// The memsearch collection of a workspace, asked once per folder.
+const collections = new Map();
+async function collection(dir) {
+  if (!collections.has(dir)) {
+    collections.set(dir, (await run(["hook", "openclaw", "collection"], dir)).out);
+  }
+  return collections.get(dir);
+}
+
+// Runs `memsearch hook openclaw EVENT` with the session's facts on stdin; its JSON answer, or {}.
+async function hook(event, ev = {}, ctx = {}, extra = {}) {
+  const input = {
+    sessionId: ev.sessionId || ctx.sessionId,
+    agentId: ctx.agentId,
+    workspaceDir: workspace(ctx),
+    ...extra,
+  };
+  const result = await run(["hook", "openclaw", event], workspace(ctx), JSON.stringify(input));
+  try {
+    return JSON.parse(result.out);
+  } catch {
+    return {};
+  }
+}
+
+export default {
+  id: "memsearch",
+  name: "memsearch",
+  kind: "memory",
+  description: "Markdown memory: capture each turn, recall past sessions.",
+  register(api) {
+    const live = process.env.MEMSEARCH_NO_WATCH !== "1";
+    const cfg = api.pluginConfig ?? {};
+
+    for (const [name, tool] of Object.entries(TOOLS)) {
+      const factory = (ctx) => ({
+        name,
+        label: tool.label,
+        description: tool.description,
+        parameters: tool.parameters,
+        catalogMode: "direct-only",
+        execute: async (_id, params = {}) => {
+          const dir = workspace(ctx);
+          const argv = fill(tool.argv, { ...tool.defaults, ...params, collection: await collection(dir) });
+          const result = await run(argv, dir);
+          return { content: [{ type: "text", text: result.out || result.err || tool.empty }] };
+        },
+      });
+      api.registerTool(factory, { name });
+    }
+
+    if (live && cfg.autoRecall !== false) {
+      api.on("before_prompt_build", async (ev, ctx) => {
+        const reply = await hook("session-start", ev, ctx);
+        return reply.prependContext ? { prependContext: reply.prependContext } : undefined;
+      });
+    }
+
+    if (live && cfg.autoCapture !== false) {
+      api.on("agent_end", (ev, ctx) => {
+        const messages = Array.isArray(ev.messages) ? ev.messages : [];
+        return hook("stop", ev, ctx, { messages }).then(() => undefined);
+      });
+    }
+  },
+};

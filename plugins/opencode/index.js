@@ -1,15 +1,95 @@
-// memsearch for OpenCode: tools (tools.json), notes of past sessions in the system prompt, and the capture daemon, all through the memsearch CLI with argument arrays (never a shell).
-// OpenCode 1.18.33: tool args in plain JSON Schema need no `@opencode-ai/plugin` (not importable from a checkout) but are all required, so optional ones take null; the system hook must change OpenCode's own array in place; the daemon gets its own session so quitting the TUI does not cut its last pass short.
-import { execFile, spawn } from "node:child_process"; import { existsSync, readFileSync } from "node:fs";
-const TOOLS = JSON.parse(readFileSync(new URL("./tools.json", import.meta.url), "utf8")), MARK = "[memsearch] Memory available.";
-const run = (args, cwd, input = "") => new Promise((done) => { const child = execFile("memsearch", args, { cwd: existsSync(cwd) ? cwd : undefined, timeout: 120000, maxBuffer: 1 << 26 }, (e, out, err) => done({ out: String(out ?? "").trim(), err: String(err || e?.message || "").trim() })); child.stdin.on("error", () => {}).end(input); });
-const fill = (argv, p) => argv.flatMap((a) => [a].flat().every((x) => !x.startsWith("{") || p[x.slice(1, -1)] != null) ? [a].flat().map((x) => (x.startsWith("{") ? String(p[x.slice(1, -1)]) : x)) : []);
-const schema = (a) => ({ type: a.optional ? [a.type, "null"] : a.type, description: a.optional ? `${a.description} null for the default.` : a.description }), given = (args = {}) => Object.fromEntries(Object.entries(args).filter(([, v]) => v != null));
-const merge = (system = [], text) => { const base = (system[0] ?? "").split(MARK)[0].trimEnd(); return [base ? `${base}\n\n${text}` : text, ...system.slice(1)]; };
+// memsearch for OpenCode: tools (tools.json), notes of past sessions in the system prompt, and the
+// capture daemon, all through the memsearch CLI with argument arrays (never a shell).
+//
+// OpenCode 1.18.33: tool args in plain JSON Schema need no `@opencode-ai/plugin` (not importable
+// from a checkout) but are all required, so optional ones take null; the system hook must change
+// OpenCode's own array in place; the daemon gets its own session so quitting the TUI does not cut
+// its last pass short.
+import { execFile, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+
+const TOOLS = JSON.parse(readFileSync(new URL("./tools.json", import.meta.url), "utf8"));
+const MARK = "[memsearch] Memory available.";
+const RECALL_NOTE = "Use memory_search, memory_get and memory_transcript to recall past sessions.";
+
+// Runs `memsearch ARGS` in `cwd` with `input` on stdin; resolves to its trimmed stdout and stderr.
+function run(args, cwd, input = "") {
+  return new Promise((done) => {
+    const options = { cwd: existsSync(cwd) ? cwd : undefined, timeout: 120000, maxBuffer: 1 << 26 };
+    const child = execFile("memsearch", args, options, (error, out, err) =>
+      done({ out: String(out ?? "").trim(), err: String(err || error?.message || "").trim() }),
+    );
+    child.stdin.on("error", () => {}).end(input);
+  });
+}
+
+// A tool's argv template with `{name}` placeholders filled from `params`; an item (or a group of
+// items, such as a flag and its value) is left out when one of its placeholders has no value.
+function fill(argv, params) {
+  const isSlot = (item) => item.startsWith("{");
+  const value = (item) => params[item.slice(1, -1)];
+  return argv.flatMap((group) => {
+    const items = [group].flat();
+    if (!items.every((item) => !isSlot(item) || value(item) != null)) return [];
+    return items.map((item) => (isSlot(item) ? String(value(item)) : item));
+  });
+}
+
+// One tool argument as JSON Schema; optional ones also take null (OpenCode requires every arg).
+function schema(arg) {
+  return {
+    type: arg.optional ? [arg.type, "null"] : arg.type,
+    description: arg.optional ? `${arg.description} null for the default.` : arg.description,
+  };
+}
+
+// The arguments the model actually gave (null means "use the default").
+function given(args = {}) {
+  return Object.fromEntries(Object.entries(args).filter(([, value]) => value != null));
+}
+
+// The system prompt with our notes appended to its first part, replacing notes added earlier.
+function merge(system = [], text) {
+  const base = (system[0] ?? "").split(MARK)[0].trimEnd();
+  return [base ? `${base}\n\n${text}` : text, ...system.slice(1)];
+}
+
 export default async function MemsearchPlugin({ directory, worktree } = {}) {
-  const dir = worktree && worktree !== "/" ? worktree : directory || process.cwd(), live = process.env.MEMSEARCH_NO_WATCH !== "1", collection = (await run(["hook", "opencode", "collection"], dir)).out, hooks = { tool: {} };
-  if (live) spawn("memsearch", ["hook", "opencode", "daemon"], { cwd: dir, stdio: "ignore", detached: true }).on("error", () => {}).unref();
-  for (const [name, t] of Object.entries(TOOLS)) hooks.tool[name] = { description: t.description, args: Object.fromEntries(Object.entries(t.args).map(([k, a]) => [k, schema(a)])), execute: async (args) => { const r = await run(fill(t.argv, { ...t.defaults, ...given(args), collection }), dir); return r.out || r.err || t.empty; } };
-  if (live) hooks["experimental.chat.system.transform"] = async (_input, output) => { const r = await run(["hook", "opencode", "session-start"], dir, "{}"); let text = ""; try { text = JSON.parse(r.out).system ?? ""; } catch {} if (text && Array.isArray(output.system)) output.system.splice(0, output.system.length, ...merge(output.system, `${MARK} Use memory_search, memory_get and memory_transcript to recall past sessions.\n\n${text}`)); };
+  const dir = worktree && worktree !== "/" ? worktree : directory || process.cwd();
+  const live = process.env.MEMSEARCH_NO_WATCH !== "1";
+  const collection = (await run(["hook", "opencode", "collection"], dir)).out;
+  const hooks = { tool: {} };
+
+  if (live) {
+    spawn("memsearch", ["hook", "opencode", "daemon"], { cwd: dir, stdio: "ignore", detached: true })
+      .on("error", () => {})
+      .unref();
+  }
+
+  for (const [name, tool] of Object.entries(TOOLS)) {
+    hooks.tool[name] = {
+      description: tool.description,
+      args: Object.fromEntries(Object.entries(tool.args).map(([key, arg]) => [key, schema(arg)])),
+      execute: async (args) => {
+        const params = { ...tool.defaults, ...given(args), collection };
+        const result = await run(fill(tool.argv, params), dir);
+        return result.out || result.err || tool.empty;
+      },
+    };
+  }
+
+  if (live) {
+    hooks["experimental.chat.system.transform"] = async (_input, output) => {
+      const result = await run(["hook", "opencode", "session-start"], dir, "{}");
+      let text = "";
+      try {
+        text = JSON.parse(result.out).system ?? "";
+      } catch {}
+      if (text && Array.isArray(output.system)) {
+        const merged = merge(output.system, `${MARK} ${RECALL_NOTE}\n\n${text}`);
+        output.system.splice(0, output.system.length, ...merged);
+      }
+    };
+  }
   return hooks;
 }

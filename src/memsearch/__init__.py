@@ -14,15 +14,6 @@ if TYPE_CHECKING:
     from memsearch.core import MemSearch
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memsearch")
-    except PackageNotFoundError:  # running from a source tree
-        return "0.0.0+unknown"
-
-
 def __getattr__(name: str) -> Any:
     # Both are computed on first use: reading package metadata alone costs ~40 ms, which every
     # routed CLI call would pay.
@@ -31,5 +22,7 @@ def __getattr__(name: str) -> Any:
 
         return MemSearch
     if name == "__version__":
-        return _version()
+        from memsearch.version import package_version
+
+        return package_version()
     raise AttributeError(f"module 'memsearch' has no attribute {name!r}")

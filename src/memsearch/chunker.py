@@ -7,29 +7,27 @@ content hash, the chunk ID and the text cleaning applied before embedding. Every
 pure function of its arguments: no I/O, so the indexer, ``expand`` and the tests all see exactly the
 same line numbers and headings.
 
-Compatibility with the original memsearch: the same section rules (a section
-starts at every heading), the same content strings, the same ``content_hash`` and chunk-ID formula,
-so an index built by one implementation is reused by the other. Deliberate differences (§23.1–6):
+Chunks stay interchangeable with the original memsearch's: the same section rules (a section
+starts at every heading), the same content strings, ``content_hash`` and chunk-ID formula, so an
+index built by one implementation is reused by the other. Within that, the rules (how each differs
+from the original, and what it changes, is in docs/compatibility.md):
 
-* Lines inside fenced code blocks (```` ``` ```` or ``~~~``) are never headings. A fence closes on
-  a line of the same character, at least as long, with nothing after it (CommonMark). Unlike
-  CommonMark, an opening fence that is never closed is treated as ordinary text rather than
-  swallowing the rest of the file: journals are appended to for a whole day, and one stray fence
-  in one summary must not merge every later turn into one section.
-* Line endings are normalised (CRLF and lone CR become LF) before anything else, so no ``\\r``
-  reaches a chunk and line numbers are the ones an editor shows. A final line terminator ends the
-  last line rather than starting an empty one, so the last section's ``end_line`` is the last line
-  that exists in the file (the reference reported one line past it; every other section keeps the
-  reference's range, trailing blank lines included). The chunk ID still hashes the reference's
-  range (``Chunk.id_end_line``): IDs are identity, so an index built by either tool is reused by
-  the other without re-embedding a single chunk; only the displayed range is corrected.
-* Large sections are split without the reference's overlap cascade: the overlap carried into the
-  next chunk is shortened until it fits, a buffer holding only already-emitted overlap lines is
-  never emitted on its own, and every chunk is at most ``max_chunk_size`` characters.
+* Lines inside fenced code blocks (```` ``` ```` or ``~~~``) are never headings: a ``# comment`` in
+  a shell snippet is not a section. A fence closes on a line of the same character, at least as
+  long, with nothing after it (CommonMark); an opening fence that is never closed is ordinary text,
+  because journals are appended to all day and one stray fence must not merge every later turn
+  into one section.
+* Line endings are normalised (CRLF and lone CR become LF) first, so no ``\\r`` reaches a chunk and
+  line numbers are the ones an editor shows. A final line terminator ends the last line rather than
+  starting an empty one, so the last section's ``end_line`` is a line that exists. The chunk ID
+  still hashes the range the original computes (``Chunk.id_end_line``): IDs are identity, so
+  either tool reuses the other's index without re-embedding anything.
+* A large section is split so that every chunk is at most ``max_chunk_size`` characters: the overlap
+  carried into the next chunk is shortened until it fits, and a buffer holding only overlap lines
+  already emitted is never emitted on its own.
 * Chunk IDs are unique within a file: identical parts of one overlong line (same content, same line
-  range, hence the same ID) are emitted once. Nothing is lost — the dropped copy would be the same
-  search hit pointing at the same line.
-* The sentence splitter does not mistake the edge of its search window for the end of the text (so
+  range, hence the same ID) are emitted once; the dropped copy would be the same search hit.
+* The sentence splitter does not take the edge of its search window for the end of the text (so
   ``v1.2.3``, URLs, paths and e-mail addresses are not cut after a dot), and when a window holds no
   sentence end it cuts at the last whitespace before resorting to a hard cut mid-word.
 """
@@ -289,7 +287,8 @@ class _Emitter:
 def _split_large_section(
     lines: list[str], heading: str, level: int, base: int, max_size: int, overlap: int, out: _Emitter
 ) -> None:
-    """Greedy line packing for a section longer than ``max_size`` (reference §4.5, fixed).
+    """Greedy line packing for a section longer than ``max_size`` (the original's packing, without
+    its overlap cascade: see the module docstring).
 
     Lines accumulate until the buffer reaches ``max_size``; at a blank line the buffer (blank line
     included) is emitted, otherwise the buffer without the newest line is. The next buffer starts

@@ -396,7 +396,7 @@ class MemSearch(Memory):
             vectors = await _embed_query(embedder, query)
             store = self._search_store()
         # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place).
-        results = store.search(
+        results: list[dict[str, Any]] = store.search(
             vectors[0],
             query_text=query,
             top_k=fetch_k,

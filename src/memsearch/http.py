@@ -211,9 +211,9 @@ def _opener() -> urllib.request.OpenerDirector:
 
 
 def _user_agent() -> str:
-    from memsearch import __version__
+    from memsearch.version import package_version
 
-    return f"memsearch/{__version__}"
+    return f"memsearch/{package_version()}"
 
 
 def post_json(

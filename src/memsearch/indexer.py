@@ -8,9 +8,9 @@ stat changed but its bytes did not, only the manifest is touched. Only genuinely
 chunked and diffed against the store by chunk ID (the reference's ID formula, so indexes stay
 compatible).
 
-Order of writes (fixes reference §23.9): new chunks are embedded and upserted first, stale chunks
-of a file are deleted only after all of its new chunks are in, so a failed embedding never leaves
-a file half-indexed.
+Order of writes: new chunks are embedded and upserted first, stale chunks of a file are deleted
+only after all of its new chunks are in, so a failed embedding (a network error, a rate limit)
+never leaves a file half-indexed until the next run.
 """
 
 from __future__ import annotations
@@ -532,7 +532,9 @@ def _entry_matches(manifest: Manifest, f: ScannedFile) -> bool:
 
 
 def chunk_record(chunk_id: str, chunk: Chunk, vector: Sequence[float]) -> dict[str, Any]:
-    """The row upserted for one chunk (reference §3: original content, not the cleaned text)."""
+    """The row upserted for one chunk. ``content`` is the chunk's original text, not the cleaned text
+    that was embedded: search results and ``expand`` show what the file says, and the original
+    stores the same, so indexes are shared."""
     return {
         "chunk_hash": chunk_id,
         "embedding": list(vector),

@@ -247,7 +247,7 @@ class LiteClient:
         filter: str = "",
         output_fields: list[str] | None = None,
     ) -> list[list[dict[str, Any]]]:
-        return self._collection(name).search(
+        hits: list[list[dict[str, Any]]] = self._collection(name).search(
             data,
             top_k=limit,
             metric_type=search_params.get("metric_type"),
@@ -256,6 +256,7 @@ class LiteClient:
             anns_field=anns_field,
             search_params=search_params.get("params") or None,
         )
+        return hits
 
     @_engine_call
     def query(
@@ -265,7 +266,9 @@ class LiteClient:
         if output_fields == ["count(*)"]:
             count = len(collection.query(filter, output_fields=[])) if filter else collection.num_entities
             return [{"count(*)": count}]
-        return collection.query(filter or None, output_fields=output_fields, limit=limit)
+        rows: list[dict[str, Any]]
+        rows = collection.query(filter or None, output_fields=output_fields, limit=limit)
+        return rows
 
     @_engine_call
     def query_iterator(

@@ -5,22 +5,25 @@ This module owns three pieces, each usable on its own:
 - :class:`FileWatcher` turns watchdog events into debounced :class:`WatchEvent` s and hands them,
   one at a time and in order, to a callback running on a single worker thread with its own asyncio
   event loop. A coroutine callback runs on that loop, so events never run concurrently and never
-  share a loop with another thread (reference §23.24). It is an object a long-lived owner (the CLI,
-  or the local memory service) starts and stops; ``start`` is idempotent, so using a started
-  watcher as a context manager is safe (§23.26), and a stopped watcher can be started again.
+  share a loop with another thread (timer threads driving one shared loop fail with "event loop is
+  already running" as soon as two files change at once). It is an object a long-lived owner (the
+  CLI, or the local memory service) starts and stops; ``start`` is idempotent, so using a started
+  watcher as a context manager is safe (a second start of the observer thread would raise), and a
+  stopped watcher can be started again.
 - :class:`IndexPolicy` answers "would ``index`` pick up this path?" with the scanner's own rule
   (:func:`memsearch.scanner.should_index_path`), caching each verdict until one of the ignore files
   that could change it changes (by mtime, ctime, size and inode), so an event does not re-read and
-  re-parse ignore files (§23.25).
+  re-parse ignore files (a save burst would otherwise read every ignore file once per event).
 - :class:`IndexUpdater` is the callback that keeps an index in step: for every path an event
   names it *reconciles* the index with the disk — a file that exists and should be indexed is
   indexed, anything else has its chunks removed. Acting on the disk state rather than on the event
   kind is what makes renames, editors' "write a temp file, rename it over the target" saves, and
-  bursts of mixed events come out right whatever order they arrive in (§23.22).
+  bursts of mixed events come out right whatever order they arrive in (a handler per event kind
+  misses the rename at the end of an atomic save and leaves a renamed-away file's chunks behind).
 
-What we do beyond the original: moves are handled at both ends (the old path's chunks go, the new
-path is indexed); a single markdown file given as a root is watched (through its parent directory,
-filtered to that file, §23.23); a deleted or moved-away folder drops the chunks of everything that
+Also: moves are handled at both ends (the old path's chunks go, the new path is indexed); a single
+markdown file given as a root is watched (through its parent directory, filtered to that file,
+since watchdog watches directories); a deleted or moved-away folder drops the chunks of everything that
 was indexed below it; ``wait_idle``/``flush`` let a caller wait until everything that happened on
 disk before the call has been processed (tests and the service use it instead of sleeping).
 """

@@ -53,7 +53,8 @@ _WIZARD_PLATFORMS = tuple(p for p in PLUGIN_PLATFORMS if p != "dsh")
 _MAINTENANCE_TASKS = ("project_review", "user_profile")
 
 
-class _ConfigValue(click.ParamType):
+# click >= 8.2 makes ParamType generic, but subscripting it fails at runtime on 8.1 (still supported).
+class _ConfigValue(click.ParamType):  # type: ignore[type-arg]
     """A prompt answer converted like ``config set`` would (so ``env:VAR`` is accepted too);
     a bad answer is asked again."""
 

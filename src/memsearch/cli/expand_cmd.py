@@ -26,7 +26,13 @@ from memsearch.cli.options import common_options, echo_json, resolve
 @common_options
 @click.option("--json-output", "-j", is_flag=True, help="Print as JSON.")
 def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool, **flags: Any) -> None:
-    """Show the full section around a chunk (CHUNK_HASH from `memsearch search`)."""
+    """Show the full section around a chunk (CHUNK_HASH from `memsearch search`).
+
+    \b
+    Example:
+      memsearch search "deploy checklist" --json-output   # note a result's chunk_hash
+      memsearch expand 3f2a9c1e8b7d6a50 --lines 5
+    """
     from memsearch.memory import open_memory
 
     with open_memory(resolve(flags)) as memory:

@@ -27,7 +27,7 @@ def hook(platform: str, event: str, worker: bool, plugin_dir: Path | None) -> No
     """Run PLATFORM's hook for EVENT with the host's JSON on stdin and print the host's reply."""
     from memsearch.hooks import engine
 
-    if event in engine.ACTIONS:
+    if engine.is_action(platform, event):
         click.echo(engine.run_action(platform, event, plugin_dir=plugin_dir))
         return
     if engine.disabled():

@@ -21,6 +21,11 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
 
     Only changed files are re-embedded; an unchanged folder returns at once. Exits 1 when any file
     could not be indexed (each is listed on stderr with the reason).
+
+    \b
+    Example:
+      memsearch index ./memory
+      memsearch index ./memory ./notes/decisions.md --force
     """
     from memsearch.index_state import IndexRun
     from memsearch.memory import open_memory

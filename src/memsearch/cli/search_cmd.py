@@ -32,7 +32,13 @@ PREVIEW_CHARS = 500
 )
 @click.option("--json-output", "-j", is_flag=True, help="Print results as JSON.")
 def search(query: str, top_k: int, source_prefix: str | None, json_output: bool, **flags: Any) -> None:
-    """Search indexed memory for QUERY."""
+    """Search indexed memory for QUERY.
+
+    \b
+    Example:
+      memsearch search "redis connection timeout" --top-k 3
+      memsearch search "订单导出失败" --source-prefix ./memory --json-output
+    """
     from memsearch.memory import open_memory
 
     with open_memory(resolve(flags)) as memory:

@@ -88,7 +88,7 @@ class EmbeddingProvider(ABC):
         """Load local model files now (blocking; meant for a worker thread); default: nothing."""
 
     @classmethod
-    def __subclasshook__(cls, other: type) -> bool:
+    def __subclasshook__(cls, other: type) -> Any:  # True, or NotImplemented (not False)
         if cls is EmbeddingProvider:
             found = {name for klass in other.__mro__ for name in vars(klass)}
             if found >= _PROTOCOL_MEMBERS:

@@ -269,13 +269,13 @@ class CachedEmbedder(EmbeddingProvider):
             known.update(fresh)
         self.misses += len(missing)
         self.hits += len(texts) - len(missing)
-        result = [known[key] for key in keys]
+        result: list[list[float]] = [known[key] for key in keys]
         if len({len(vector) for vector in result}) > 1:
             # Vectors of two dimensions under one model name (a server swapped the model): trust
             # only fresh vectors, and overwrite what the cache held.
-            vectors = await self.provider.embed(texts)
-            self.cache.put_many(namespace, zip(keys, vectors, strict=True))
-            return vectors
+            fresh_all: list[list[float]] = await self.provider.embed(texts)
+            self.cache.put_many(namespace, zip(keys, fresh_all, strict=True))
+            return fresh_all
         return result
 
     async def embed_query(self, texts: list[str]) -> list[list[float]]:

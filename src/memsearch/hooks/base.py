@@ -2,8 +2,9 @@
 a captured turn, and the reply a handler returns.
 
 Adding a platform means writing one :class:`Platform` row (how to read the host's stdin, where the
-project is, how to answer, how to extract the last turn, which native summariser to run) and
-listing it in ``memsearch.hooks.platforms.PLATFORMS``; the event handlers are shared.
+project is, how to answer, how to extract the last turn, which native summariser to run, its
+installer and any actions of its own) and listing it in ``memsearch.hooks.platforms.ROWS``; the
+event handlers are shared, and every other table about hosts is derived from the rows.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ __all__ = [
     "HookContext",
     "HookInput",
     "Platform",
+    "PlatformAction",
     "Reply",
+    "disabled",
     "dumps",
     "find_git_root",
     "render_hook_json",
@@ -39,6 +42,15 @@ DISABLE_ENV = "MEMSEARCH_DISABLE"
 NO_WATCH_ENV = "MEMSEARCH_NO_WATCH"
 #: A shared memory folder replacing ``<project>/.memsearch`` (the collection follows it).
 MEMSEARCH_DIR_ENV = "MEMSEARCH_DIR"
+
+
+def disabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``MEMSEARCH_DISABLE=1`` asks every hook to do nothing.
+
+    Here beside :data:`DISABLE_ENV` rather than in the engine, so that the engine's actions (the
+    OpenCode daemon among them) can ask it without importing the engine back.
+    """
+    return (os.environ if env is None else env).get(DISABLE_ENV, "") == "1"
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,10 @@ class Capture:
         )
 
 
+#: A command of one host (``memsearch hook <platform> <action>``): row and options → text output.
+PlatformAction = Callable[["Platform", Mapping[str, Any]], str]
+
+
 @dataclass(frozen=True)
 class Platform:
     """One host agent: everything the shared handlers need to know about it.
@@ -135,6 +151,12 @@ class Platform:
       that run Stop synchronously, or exit right after it).
     - ``capture_in_worker``: with ``detach_capture``, the worker also reads the turn (hosts that
       write the turn into their transcript only after Stop returns); ``capture`` may then wait.
+    - ``installer`` (``memsearch hook <platform> install --plugin-dir DIR``): for hosts that read
+      hooks from the user's own configuration rather than loading the plugin folder; returns what
+      it did. ``doctor`` (``... doctor``) says whether the host will run the installed hooks.
+      None: the host has no such step.
+    - ``actions``: commands only this host has (``memsearch hook opencode daemon``), beside the
+      shared ones in ``memsearch.hooks.engine.ACTIONS``; an action is never named like an event.
     """
 
     name: str
@@ -155,6 +177,9 @@ class Platform:
     default_model: str = ""
     #: Seconds the native summariser may take.
     summarizer_timeout: float = 110.0
+    installer: Callable[[Path], str] | None = None
+    doctor: Callable[[], str] | None = None
+    actions: Mapping[str, PlatformAction] = field(default_factory=dict)
 
 
 def find_git_root(start: Path) -> Path | None:

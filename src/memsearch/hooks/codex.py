@@ -144,6 +144,18 @@ def codex_summarizer(ctx: HookContext, prompt: str) -> str | None:
     return text if text.strip() else result.answer("codex")
 
 
+def _install(plugin_dir: Path) -> str:
+    from memsearch.hooks.install import install_codex  # only the installer needs it
+
+    return install_codex(plugin_dir)
+
+
+def _doctor() -> str:
+    from memsearch.hooks.install import doctor_codex
+
+    return doctor_codex()
+
+
 PLATFORM = Platform(
     name="codex",
     agent_name=AGENT_NAME,
@@ -167,4 +179,6 @@ PLATFORM = Platform(
     max_summary_chars=MAX_SUMMARY_CHARS,
     default_model=DEFAULT_MODEL,
     summarizer_timeout=90.0,
+    installer=_install,
+    doctor=_doctor,
 )

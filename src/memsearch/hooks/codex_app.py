@@ -159,7 +159,8 @@ def _pascal(name: str) -> str:
 def _version() -> str:
     import memsearch
 
-    return memsearch.__version__
+    version: str = memsearch.__version__
+    return version
 
 
 def our_hooks(hooks: Sequence[HookStatus], markers: Sequence[str]) -> list[HookStatus]:

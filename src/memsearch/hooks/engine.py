@@ -20,20 +20,22 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memsearch.errors import HookUsageError, MemSearchError
-from memsearch.hooks.base import DISABLE_ENV, HookContext, HookInput, Platform, Reply
+from memsearch.hooks.base import HookContext, HookInput, Platform, PlatformAction, Reply, disabled
 
 __all__ = [
     "ACTIONS",
     "EVENT_ALIASES",
     "HookUsageError",
+    "actions_of",
     "canonical_event",
     "disabled",
     "get_platform",
+    "is_action",
     "parse_stdin",
     "read_stdin",
     "run_action",
@@ -54,11 +56,6 @@ EVENT_ALIASES: dict[str, str] = {
 }
 
 
-def disabled(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``MEMSEARCH_DISABLE=1`` asks every hook to do nothing."""
-    return (os.environ if env is None else env).get(DISABLE_ENV, "") == "1"
-
-
 def get_platform(name: str) -> Platform:
     from memsearch.hooks.platforms import PLATFORMS
 
@@ -74,9 +71,14 @@ def canonical_event(platform: Platform, event: str) -> str:
     """Our name for ``event`` (host spellings accepted), if ``platform``'s host sends it."""
     name = EVENT_ALIASES.get(event.replace("-", "").replace("_", "").lower(), event)
     if name not in platform.events:
+        from memsearch.hooks.platforms import ROWS
+
+        owners = [row.name for row in ROWS if event in row.actions]
+        if owners:  # another host's action (``memsearch hook claude-code daemon``)
+            raise HookUsageError(f"only the {', '.join(owners)} platform has the '{event}' action")
         raise HookUsageError(
             f"{platform.name} has no hook event '{event}'",
-            hint=f"valid events: {', '.join(platform.events)}; actions: {', '.join(ACTIONS)}",
+            hint=f"valid events: {', '.join(platform.events)}; actions: {', '.join(actions_of(platform))}",
         )
     return name
 
@@ -226,10 +228,9 @@ def _memory_dir(platform: Platform, _options: Mapping[str, Any]) -> str:
 
 
 def _install(platform: Platform, options: Mapping[str, Any]) -> str:
-    from memsearch.hooks.install import INSTALLERS
+    if platform.installer is None:
+        from memsearch.hooks.platforms import INSTALLERS
 
-    installer = INSTALLERS.get(platform.name)
-    if installer is None:
         raise HookUsageError(
             f"{platform.name} has no installer",
             hint=f"installers exist for: {', '.join(sorted(INSTALLERS)) or 'none'}",
@@ -237,43 +238,55 @@ def _install(platform: Platform, options: Mapping[str, Any]) -> str:
     plugin_dir = options.get("plugin_dir")
     if plugin_dir is None:
         raise HookUsageError("install needs --plugin-dir", hint="run the platform's install.sh")
-    return installer(Path(plugin_dir))
+    return platform.installer(Path(plugin_dir))
 
 
 def _doctor(platform: Platform, _options: Mapping[str, Any]) -> str:
-    from memsearch.hooks.install import DOCTORS
+    if platform.doctor is None:
+        from memsearch.hooks.platforms import DOCTORS
 
-    doctor = DOCTORS.get(platform.name)
-    if doctor is None:
         raise HookUsageError(
             f"{platform.name} has no doctor", hint=f"doctors exist for: {', '.join(sorted(DOCTORS))}"
         )
-    return doctor()
+    return platform.doctor()
 
 
-#: Commands for skills and installers: ``memsearch hook <platform> <action>``. They read no stdin.
-def _daemon(platform: Platform, options: Mapping[str, Any]) -> str:
-    """OpenCode's capture daemon for the current folder (runs until OpenCode exits)."""
-    if platform.name != "opencode":
-        raise HookUsageError("only the opencode platform has a capture daemon")
-    from memsearch.hooks.opencode_daemon import daemon_action
-
-    return daemon_action(platform, options)
-
-
-ACTIONS: dict[str, Callable[[Platform, Mapping[str, Any]], str]] = {
+#: Commands every platform has, for skills and installers: ``memsearch hook <platform> <action>``.
+#: They read no stdin. A host's own commands are in its row (``Platform.actions``).
+ACTIONS: dict[str, PlatformAction] = {
     "collection": _collection,
     "memory-dir": _memory_dir,
     "install": _install,
     "doctor": _doctor,
-    "daemon": _daemon,
 }
 
 
+def actions_of(platform: Platform) -> dict[str, PlatformAction]:
+    """The shared actions and the host's own."""
+    return {**ACTIONS, **platform.actions}
+
+
+def is_action(platform_name: str, name: str) -> bool:
+    """Whether ``memsearch hook <platform_name> <name>`` names an action rather than an event.
+
+    Event names never look up the rows, so an ordinary hook (and ``MEMSEARCH_DISABLE=1``) imports
+    no adapter before it must; an unknown platform is left to the event path, which reports it.
+    """
+    if name in ACTIONS:
+        return True
+    if name.replace("-", "").replace("_", "").lower() in EVENT_ALIASES:
+        return False
+    from memsearch.hooks.platforms import PLATFORMS
+
+    platform = PLATFORMS.get(platform_name)
+    return platform is not None and name in platform.actions
+
+
 def run_action(platform_name: str, action: str, **options: Any) -> str:
-    """Run an action (see :data:`ACTIONS`) and return its text output."""
+    """Run an action (see :data:`ACTIONS` and ``Platform.actions``) and return its text output."""
     platform = get_platform(platform_name)
-    handler = ACTIONS.get(action)
+    actions = actions_of(platform)
+    handler = actions.get(action)
     if handler is None:
-        raise HookUsageError(f"unknown action '{action}'", hint=f"valid actions: {', '.join(ACTIONS)}")
+        raise HookUsageError(f"unknown action '{action}'", hint=f"valid actions: {', '.join(actions)}")
     return handler(platform, options)

@@ -24,7 +24,7 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,6 @@ from memsearch.files import atomic_write
 
 __all__ = [
     "CODEX_HOOKS",
-    "DOCTORS",
-    "INSTALLERS",
     "doctor_codex",
     "enable_codex_hooks_feature",
     "install_codex",
@@ -335,9 +333,3 @@ def doctor_codex(*, home: Path | None = None, env: Mapping[str, str] | None = No
             hint=f"re-run plugins/codex/install.sh, or {TRUST_BY_HAND}",
         )
     return "\n".join(["memsearch hooks in Codex (all trusted, Codex runs them):", *lines])
-
-
-#: Platform → installer (platforms whose host loads hooks from the user's own config).
-INSTALLERS: dict[str, Callable[[Path], str]] = {"codex": install_codex}
-#: Platform → check that the host will run the installed hooks.
-DOCTORS: dict[str, Callable[[], str]] = {"codex": doctor_codex}

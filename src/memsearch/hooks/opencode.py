@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, Reply, dumps
 from memsearch.hooks.collection import absolute_path
@@ -28,26 +29,12 @@ from memsearch.hooks.summarize import host_cli, log, render_turn, run_summarizer
 __all__ = [
     "PLATFORM",
     "capture_turn",
-    "default_db",
     "opencode_summarizer",
     "project_dir",
     "render_reply",
 ]
 
 AGENT_NAME = "OpenCode"
-#: Overrides where OpenCode's database is looked for.
-DB_ENV = "MEMSEARCH_OPENCODE_DB"
-
-
-def default_db(env: Mapping[str, str]) -> Path:
-    """``MEMSEARCH_OPENCODE_DB``, else ``$XDG_DATA_HOME/opencode/opencode.db``, else
-    ``~/.local/share/opencode/opencode.db`` (where OpenCode keeps its sessions)."""
-    explicit = env.get(DB_ENV, "").strip()
-    if explicit:
-        return Path(absolute_path(explicit))
-    data = env.get("XDG_DATA_HOME", "").strip()
-    base = Path(data) if data else Path(env.get("HOME") or Path.home()) / ".local" / "share"
-    return base / "opencode" / "opencode.db"
 
 
 def project_dir(hook_input: HookInput, env: Mapping[str, str]) -> Path:
@@ -62,6 +49,7 @@ def capture_turn(ctx: HookContext) -> Capture | None:
     The daemon finds which turns are finished; this only reads one from the database (read-only).
     """
     from memsearch.errors import MemSearchError
+    from memsearch.hooks.opencode_daemon import default_db
     from memsearch.transcript import read_transcript
 
     raw = ctx.input.raw
@@ -116,6 +104,13 @@ def render_reply(host_event: str, reply: Reply) -> str:
     return dumps(out)
 
 
+def _daemon(platform: Platform, options: Mapping[str, Any]) -> str:
+    """The capture daemon for the current folder (runs until OpenCode exits)."""
+    from memsearch.hooks.opencode_daemon import daemon_action  # only the daemon needs it
+
+    return daemon_action(platform, options)
+
+
 PLATFORM = Platform(
     name="opencode",
     agent_name=AGENT_NAME,
@@ -131,4 +126,5 @@ PLATFORM = Platform(
     ),
     title=True,
     summarizer_timeout=60.0,
+    actions={"daemon": _daemon},
 )

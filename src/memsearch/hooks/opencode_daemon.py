@@ -23,6 +23,10 @@ have its turn journaled. (Quitting the TUI of 1.18.33 right after an answer can 
 without ``finish``, so the last pass does not ask for it.) The plugin
 starts it in a session of its own, so quitting the TUI (a hang-up of OpenCode's process group)
 does not cut that pass short. ``MEMSEARCH_DIR`` is honoured: the sidecar and journal go there.
+
+The daemon is handed the OpenCode platform row (by its ``daemon`` action, or by the ``__main__``
+entry) instead of importing it: the row names the daemon as its action, and a module importing
+the row back would make an import cycle.
 """
 
 from __future__ import annotations
@@ -42,12 +46,15 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.files import lock_file
-from memsearch.hooks.base import HookContext, HookInput
+from memsearch.hooks.base import HookContext, HookInput, Platform, disabled
+from memsearch.hooks.collection import absolute_path
 from memsearch.hooks.summarize import log
 
 __all__ = ["PendingTurn", "Sidecar", "daemon_action", "main", "pending_turns", "project_sessions", "run_pass"]
 
 SIDECAR = "opencode-turns.db"
+#: Overrides where OpenCode's database is looked for.
+DB_ENV = "MEMSEARCH_OPENCODE_DB"
 PID_FILE = ".capture.pid"
 QUIET_ENV = "MEMSEARCH_OPENCODE_TAIL_QUIET_MS"
 #: How long a final answer must stay unchanged before its turn counts as finished (ms).
@@ -188,7 +195,9 @@ def _quiet_ms(env: Mapping[str, str]) -> int:
         return DEFAULT_QUIET_MS
 
 
-def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None, *, final: bool = False) -> int:
+def run_pass(
+    platform: Platform, project: Path, db: Path, env: Mapping[str, str] | None = None, *, final: bool = False
+) -> int:
     """One poll: capture every finished, not yet captured turn of the project's sessions.
 
     ``final``: the last pass after OpenCode exited (no quiet window; see :func:`pending_turns`).
@@ -196,10 +205,9 @@ def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None, *, f
     """
     from memsearch import journal
     from memsearch.hooks.events import finish_capture
-    from memsearch.hooks.opencode import PLATFORM
 
     env = os.environ if env is None else env
-    base = HookContext.build(PLATFORM, "stop", HookInput(cwd=str(project)), env)
+    base = HookContext.build(platform, "stop", HookInput(cwd=str(project)), env)
     if not db.is_file():
         return 0
     con = _connect_ro(db)
@@ -211,8 +219,8 @@ def run_pass(project: Path, db: Path, env: Mapping[str, str] | None = None, *, f
             quiet = 0 if final else _quiet_ms(env)
             for turn in pending_turns(con, session, sidecar.checkpoint(session), now_ms, quiet, final):
                 raw = {"session_id": session, "turn_id": turn.turn_id, "db": str(db), "cwd": str(project)}
-                ctx = HookContext.build(PLATFORM, "stop", PLATFORM.read_input(raw), env, dt.datetime.now())
-                capture = PLATFORM.capture(ctx)
+                ctx = HookContext.build(platform, "stop", platform.read_input(raw), env, dt.datetime.now())
+                capture = platform.capture(ctx)
                 if capture is not None:
                     probe = journal.JournalEntry(["-"], capture.anchor, capture.identity)
                     if journal.find_duplicate(ctx.memory_dir, probe, ctx.now) is None:
@@ -273,18 +281,27 @@ def _defer(pid_file: Path, parent: int) -> bool:
     return True
 
 
-def _locked_pass(project: Path, db: Path, lock: Path, final: bool) -> None:
+def _locked_pass(platform: Platform, project: Path, db: Path, lock: Path, final: bool) -> None:
     try:
         with lock_file(lock, mode=0o666):
-            run_pass(project, db, final=final)
+            run_pass(platform, project, db, final=final)
     except Exception as exc:  # one bad pass must not end capture for the session
         log(f"opencode capture pass failed: {type(exc).__name__}: {exc}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m memsearch.hooks.opencode_daemon [--db PATH] [--poll-interval S] [--once]``."""
-    from memsearch.hooks.opencode import default_db
+def default_db(env: Mapping[str, str]) -> Path:
+    """``MEMSEARCH_OPENCODE_DB``, else ``$XDG_DATA_HOME/opencode/opencode.db``, else
+    ``~/.local/share/opencode/opencode.db`` (where OpenCode keeps its sessions)."""
+    explicit = env.get(DB_ENV, "").strip()
+    if explicit:
+        return Path(absolute_path(explicit))
+    data = env.get("XDG_DATA_HOME", "").strip()
+    base = Path(data) if data else Path(env.get("HOME") or Path.home()) / ".local" / "share"
+    return base / "opencode" / "opencode.db"
 
+
+def main(platform: Platform, argv: Sequence[str] | None = None) -> int:
+    """``python -m memsearch.hooks.opencode_daemon [--db PATH] [--poll-interval S] [--once]``."""
     parser = argparse.ArgumentParser(prog="memsearch-opencode-daemon", description=__doc__.splitlines()[0])
     parser.add_argument("project", nargs="?", default=os.getcwd(), help="the OpenCode worktree")
     parser.add_argument("--db", default=None, help="OpenCode's database (default: where OpenCode keeps it)")
@@ -294,11 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     project = Path(args.project).resolve()
     db = Path(args.db) if args.db else default_db(os.environ)
     if args.once:
-        print(run_pass(project, db))
+        print(run_pass(platform, project, db))
         return 0
-    from memsearch.hooks.opencode import PLATFORM
-
-    memsearch_dir = HookContext.build(PLATFORM, "stop", HookInput(cwd=str(project))).memsearch_dir
+    memsearch_dir = HookContext.build(platform, "stop", HookInput(cwd=str(project))).memsearch_dir
     pid_file, lock = memsearch_dir / PID_FILE, memsearch_dir / PASS_LOCK
     parent = os.getppid()
 
@@ -318,25 +333,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         while _parent_alive(parent):
-            _locked_pass(project, db, lock, final=False)
+            _locked_pass(platform, project, db, lock, final=False)
             _wait(parent, args.poll_interval)
         release()  # a daemon started now polls instead of waiting for this one
-        _locked_pass(project, db, lock, final=True)
+        _locked_pass(platform, project, db, lock, final=True)
     finally:
         release()
     return 0
 
 
-def daemon_action(_platform: object, _options: Mapping[str, Any]) -> str:
-    """The ``memsearch hook opencode daemon`` action (for ``memsearch.hooks.engine.ACTIONS``): the
-    daemon for the folder the command runs in, until OpenCode exits (never inside a nested agent)."""
-    from memsearch.hooks.engine import disabled
-
+def daemon_action(platform: Platform, _options: Mapping[str, Any]) -> str:
+    """The ``memsearch hook opencode daemon`` action (the OpenCode row's ``actions``): the daemon
+    for the folder the command runs in, until OpenCode exits (never inside a nested agent)."""
     if disabled():
         return ""
-    main([])
+    main(platform, [])
     return ""
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised as a subprocess by the tests
-    sys.exit(main())
+    from memsearch.hooks.opencode import PLATFORM
+
+    sys.exit(main(PLATFORM))

@@ -1,16 +1,32 @@
-"""The platform table: host name → adapter row. Adding a host agent is one entry here."""
+"""The platform table: host name → adapter row. Adding a host agent is one entry in :data:`ROWS`.
+
+Everything else that lists hosts is derived from the rows: :data:`PLATFORMS`, :data:`INSTALLERS`
+and :data:`DOCTORS` here, the host-only actions the engine dispatches (``Platform.actions``), and
+``memsearch.config.PLUGIN_PLATFORMS`` (a literal there, so that reading the configuration never
+imports the adapters; tests/test_plugins_layout.py checks it against the rows).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
 
 from memsearch.hooks import claude_code, codex, openclaw, opencode
 from memsearch.hooks.base import Platform
 
-__all__ = ["PLATFORMS"]
+__all__ = ["DOCTORS", "INSTALLERS", "PLATFORMS", "ROWS", "SETTINGS_ONLY_PLATFORMS"]
+
+#: One row per host agent.
+ROWS: tuple[Platform, ...] = (claude_code.PLATFORM, codex.PLATFORM, opencode.PLATFORM, openclaw.PLATFORM)
 
 #: Platform name (as in ``memsearch hook <platform> <event>`` and ``plugins.<platform>.*``) → row.
-PLATFORMS: dict[str, Platform] = {
-    claude_code.PLATFORM.name: claude_code.PLATFORM,
-    codex.PLATFORM.name: codex.PLATFORM,
-    openclaw.PLATFORM.name: openclaw.PLATFORM,
-    opencode.PLATFORM.name: opencode.PLATFORM,
-}
+PLATFORMS: dict[str, Platform] = {row.name: row for row in ROWS}
+
+#: Platform → installer (hosts that read hooks from the user's own configuration).
+INSTALLERS: dict[str, Callable[[Path], str]] = {row.name: row.installer for row in ROWS if row.installer}
+#: Platform → check that the host will run the installed hooks.
+DOCTORS: dict[str, Callable[[], str]] = {row.name: row.doctor for row in ROWS if row.doctor}
+
+#: ``plugins.<name>.*`` sections accepted in the configuration for hosts without a row here (their
+#: plugin lives elsewhere and only reads its settings).
+SETTINGS_ONLY_PLATFORMS: tuple[str, ...] = ("dsh",)
