@@ -46,5 +46,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("HF_HOME", str(home / ".cache" / "huggingface"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # A search would otherwise leave a memory service running for minutes after its test; the
+    # tests of that feature (test_service_ondemand.py) turn it back on.
+    monkeypatch.setenv("MEMSEARCH_SERVICE_AUTOSTART", "0")
     monkeypatch.chdir(work)
     return work

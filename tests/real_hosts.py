@@ -190,6 +190,9 @@ def make_world(root: Path, host: str, **extra_env: str) -> World:
         "HF_HUB_OFFLINE": "1",
         "NO_PROXY": "127.0.0.1,localhost",
         MARKER_ENV: marker,
+        # A memory service started on demand inside the session (a search, a hook) exits this soon
+        # after its last use, well within the wait of ``leftovers``.
+        "MEMSEARCH_SERVICE_IDLE_TIMEOUT": "3",
         **extra_env,
     }
     return World(home, project, env, marker)

@@ -140,7 +140,9 @@ def test_results_are_identical_with_and_without_the_service(uri: str) -> None:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     assert routed == direct
-    assert stats.stdout == "Total indexed chunks: 9\n"
+    assert stats.stdout == (
+        f"Total indexed chunks: 9\nMemory service: running (pid {proc.pid}, memsearch serve / watch)\n"
+    )
     direct_expand = memsearch("expand", str(hit["chunk_hash"]), "-j", "--milvus-uri", uri)
     assert via_service.returncode == 0 and via_service.stdout == direct_expand.stdout
 

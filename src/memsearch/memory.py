@@ -1,9 +1,9 @@
 """``open_memory``: the one place that decides whether a caller talks to the store's memory service
-or opens the store itself.
+or opens the store itself, and whether to start that service first.
 
 The CLI and the agent hooks call it and get a :class:`~memsearch.interface.Memory`; they never ask
-which implementation they hold. The Python API (``MemSearch``) is not routed: a library user owns
-the store it opens.
+which implementation they hold. The Python API (``MemSearch``) is not routed and never starts a
+service: a library user owns the store it opens.
 """
 
 from __future__ import annotations
@@ -23,13 +23,16 @@ def open_memory(
     paths: Sequence[str] = (),
     *,
     service: bool = True,
+    start: bool = False,
     **extra: Any,
 ) -> Memory:
     """The memory of ``cfg``'s store for ``paths``: the store's memory service when one is running
     for it (and ``service`` is true), else a ``MemSearch`` that opens the store in this process.
 
-    ``extra`` are further ``MemSearch`` arguments (e.g. ``description``). Both answer the same
-    methods with the same results.
+    With ``start`` (the CLI's read commands, the hooks), a missing service is started first when
+    ``service.autostart`` allows it (``memsearch.service.ondemand``), so that the next command finds
+    it warm. ``extra`` are further ``MemSearch`` arguments (e.g. ``description``). Both
+    implementations answer the same methods with the same results.
     """
     from memsearch.core import config_kwargs
 
@@ -38,6 +41,13 @@ def open_memory(
         from memsearch.service.client import ServiceMemory, connect
 
         client = connect(cfg.milvus.uri)
+        if client is None and start:
+            from memsearch.service import ondemand
+
+            if ondemand.autostart_enabled(cfg.service.autostart):
+                client = ondemand.start_service(
+                    cfg.milvus.uri, idle=ondemand.idle_timeout(cfg.service.idle_timeout)
+                )
         if client is not None:
             return ServiceMemory(client, settings, paths)
     from memsearch.core import MemSearch

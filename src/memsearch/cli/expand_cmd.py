@@ -35,7 +35,7 @@ def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool,
     """
     from memsearch.memory import open_memory
 
-    with open_memory(resolve(flags)) as memory:
+    with open_memory(resolve(flags), start=True) as memory:
         result = memory.expand(chunk_hash, section=section, context_lines=lines)
     if result.warning:
         click.echo(f"Warning: {result.warning}", err=True)

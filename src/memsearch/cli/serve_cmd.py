@@ -12,23 +12,44 @@ from memsearch.cli.options import common_options, resolve
 
 @click.command("serve")
 @common_options
-def serve(**flags: Any) -> None:
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Exit after this many seconds without a connection (default: run until stopped).",
+)
+@click.option(
+    "--on-demand",
+    is_flag=True,
+    hidden=True,
+    help="Started by a command that needed it: no warm-up (that command's request loads what it "
+    "needs), and exit after service.idle_timeout seconds idle unless --idle-timeout says otherwise.",
+)
+def serve(idle_timeout: float | None, on_demand: bool, **flags: Any) -> None:
     """Run the memory service for a store (foreground; Ctrl+C or SIGTERM stops it).
 
     While it runs, `search`, `expand`, `stats`, `index` and the agent hooks of every process use it
     instead of opening the store themselves: no lock conflicts, and no start-up cost per command.
+    `search`, `expand` and the hooks also start one by themselves when none runs (see
+    service.autostart); that one exits after service.idle_timeout seconds idle.
     """
     from memsearch.core import config_kwargs
     from memsearch.service import MemoryService
+    from memsearch.service.ondemand import idle_timeout as configured_idle
 
     cfg = resolve(flags)
-    service = MemoryService(cfg.milvus.uri)
+    if on_demand and idle_timeout is None:
+        idle_timeout = configured_idle(cfg.service.idle_timeout)
+    service = MemoryService(cfg.milvus.uri, idle_timeout=idle_timeout, on_demand=on_demand)
     service.acquire()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: service.request_stop())
     try:
         service.start()
-        service.warm(config_kwargs(cfg) | {"paths": []})
+        if on_demand:
+            service.ready = True
+        else:
+            service.warm(config_kwargs(cfg) | {"paths": []})
         click.echo(f"memsearch service for {service.paths.store} on {service.paths.socket}", err=True)
         service.wait()
     finally:

@@ -12,11 +12,16 @@ from memsearch.cli.options import resolve, store_options
 @click.command("stats")
 @store_options
 def stats(**flags: Any) -> None:
-    """Show statistics about the index."""
+    """Show statistics about the index, and the store's memory service when one runs."""
     from memsearch.memory import open_memory
+    from memsearch.service.client import describe_service
 
-    with open_memory(resolve(flags)) as memory:
+    cfg = resolve(flags)
+    with open_memory(cfg) as memory:
         click.echo(f"Total indexed chunks: {memory.count()}")
+    line = describe_service(cfg.milvus.uri)
+    if line:
+        click.echo(line)
 
 
 @click.command("reset")

@@ -94,6 +94,7 @@ from memsearch.config.schema import (
     PluginSummarizeConfig,
     PromptsConfig,
     RerankerConfig,
+    ServiceConfig,
     WatchConfig,
 )
 from memsearch.config.tables import (
@@ -131,6 +132,7 @@ __all__ = [
     "PluginsConfig",
     "PromptsConfig",
     "RerankerConfig",
+    "ServiceConfig",
     "WatchConfig",
     "config_to_dict",
     "deep_merge",

@@ -70,6 +70,7 @@ MINIMUMS: dict[str, float] = {
     "min_interval_hours": 0,
     "min_occurrences": 1,
     "top_k": 1,
+    "idle_timeout": 1,
 }
 
 
@@ -126,6 +127,17 @@ class IndexingConfig:
 @dataclass
 class WatchConfig:
     debounce_ms: int = 1500
+
+
+@dataclass
+class ServiceConfig:
+    """The memory service started on demand by the CLI's read commands and the agent hooks."""
+
+    #: Start one when none runs for the store (``MEMSEARCH_SERVICE_AUTOSTART=0`` turns it off too).
+    autostart: bool = True
+    #: Seconds without a connection after which a service started on demand exits
+    #: (``MEMSEARCH_SERVICE_IDLE_TIMEOUT`` overrides it).
+    idle_timeout: float = 300.0
 
 
 @dataclass
@@ -275,6 +287,7 @@ class MemSearchConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     indexing: IndexingConfig = field(default_factory=IndexingConfig)
     watch: WatchConfig = field(default_factory=WatchConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     reranker: RerankerConfig = field(default_factory=RerankerConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     prompts: PromptsConfig = field(default_factory=PromptsConfig)

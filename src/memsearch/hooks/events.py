@@ -170,10 +170,13 @@ def engine_settings(ctx: HookContext) -> dict[str, Any]:
 
 def open_project_memory(ctx: HookContext, *, service: bool = True) -> Memory:
     """This project's memory (its memory folder, with the watch's settings): through the memory
-    service when one runs, else opened here (``memsearch.memory.open_memory`` decides)."""
+    service, started on demand when none runs (``service.autostart``), else opened here
+    (``memsearch.memory.open_memory`` decides)."""
     from memsearch.memory import open_memory
 
-    return open_memory(ctx.config, [str(ctx.memory_dir)], service=service, description=ctx.description())
+    return open_memory(
+        ctx.config, [str(ctx.memory_dir)], service=service, start=service, description=ctx.description()
+    )
 
 
 def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, Any]]:

@@ -78,7 +78,7 @@ def client_timeout() -> float:
 _warned: set[str] = set()
 
 
-def _warn_once(message: str) -> None:
+def warn_once(message: str) -> None:
     """A client-side warning on stderr, at most once per process (commands then run directly)."""
     if message not in _warned:
         _warned.add(message)
@@ -283,10 +283,10 @@ def connect(uri: str) -> ServiceClient | None:
         return None
     unsafe = run_dirs_problem(paths)
     if unsafe is not None:
-        _warn_once(f"{unsafe.one_line()} (not using the memory service)")
+        warn_once(f"{unsafe.one_line()} (not using the memory service)")
         return None
     if not stat.S_ISSOCK(st.st_mode):
-        _warn_once(
+        warn_once(
             f"{paths.socket} is {file_kind(st.st_mode)}, not the memory service's socket; "
             "not using the service. Hint: remove it"
         )
@@ -294,7 +294,7 @@ def connect(uri: str) -> ServiceClient | None:
     try:
         held = lock_is_held(paths.lock)
     except OSError as exc:
-        _warn_once(
+        warn_once(
             f"the memory service's lock file {paths.lock} cannot be used ({exc}); "
             "not using the service. Hint: remove it"
         )
@@ -306,11 +306,25 @@ def connect(uri: str) -> ServiceClient | None:
     try:
         client._open().close()
     except ServicePeerError as exc:
-        _warn_once(f"{exc.one_line()} (not using the memory service)")
+        warn_once(f"{exc.one_line()} (not using the memory service)")
         return None
+    except FileNotFoundError:
+        return None  # the socket went away since the lstat: the service is stopping
     except OSError:
         pass  # starting or stopping: the request itself says so, or takes over
     return client
+
+
+def describe_service(uri: str) -> str:
+    """One line on the service running for ``uri`` ("" when none runs), for ``memsearch stats``."""
+    client = connect(uri)
+    if client is None:
+        return ""
+    info = read_info(client.paths)
+    how = "started on demand" if info.get("on_demand") else "memsearch serve / watch"
+    idle = info.get("idle_timeout")
+    until = f", exits after {idle:g} s idle" if isinstance(idle, (int, float)) else ""
+    return f"Memory service: running (pid {info.get('pid', '?')}, {how}{until})"
 
 
 class ServiceMemory(Memory):

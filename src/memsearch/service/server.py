@@ -70,11 +70,26 @@ class MemoryService:
     never concurrent with itself; connection handler threads only parse, wait and reply. One
     ``MemSearch`` is kept per distinct settings (collection, model, ...), so projects sharing a
     Lite database each get their own collection but share the process and the database lock.
+
+    With ``idle_timeout`` (seconds), :meth:`wait` returns once no connection has been open for that
+    long (a service started on demand, ``on_demand``, exits by itself); without it, only when asked.
     """
 
-    def __init__(self, uri: str, *, home: Path | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        home: Path | None = None,
+        idle_timeout: float | None = None,
+        on_demand: bool = False,
+    ) -> None:
         self.uri = uri
         self.paths = service_paths(uri, home)
+        self.idle_timeout = idle_timeout
+        self.on_demand = on_demand
+        self._active = 0  # connections open now (a watch session is one for its whole life)
+        self._last_active = time.monotonic()
+        self._activity = threading.Lock()
         self._instances: dict[str, MemSearch] = {}
         self._instances_lock = threading.Lock()
         self._index_lock: asyncio.Lock | None = None
@@ -167,6 +182,8 @@ class MemoryService:
             "store": self.paths.store,
             "socket": str(self.paths.socket),
             "started_at": self.started_at,
+            "on_demand": self.on_demand,
+            "idle_timeout": self.idle_timeout,
         }
         atomic_write(self.paths.info, json.dumps(info))
 
@@ -207,9 +224,29 @@ class MemoryService:
         self._stop_requested.set()
 
     def wait(self) -> None:
-        """Block until :meth:`request_stop` (or :meth:`stop`) is called."""
+        """Block until :meth:`request_stop` (or :meth:`stop`) is called, or the service has been idle
+        for ``idle_timeout`` seconds."""
         while not (self._stop_requested.wait(0.5) or self._stopped.is_set()):
-            pass
+            if self._idle_expired():
+                # Whoever connected just before the socket went is still in the listen backlog:
+                # accept and answer them (stop() waits for open connections) rather than drop them.
+                time.sleep(0.3)
+                return
+
+    def _idle_expired(self) -> bool:
+        """True once no connection has been open for ``idle_timeout`` seconds; then the socket is
+        removed at once (under the same lock that counts connections), so no new client finds it:
+        they start or use another service, which takes the store once this one has let it go."""
+        if self.idle_timeout is None:
+            return False
+        with self._activity:
+            if self._active or time.monotonic() - self._last_active < self.idle_timeout:
+                return False
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(os.lstat(self.paths.socket).st_mode):
+                    self.paths.socket.unlink()
+        logger.info("no connection for %g s: stopping", self.idle_timeout)
+        return True
 
     def stop(self) -> None:
         """Stop listening, close every store, and release the run files."""
@@ -232,8 +269,8 @@ class MemoryService:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
         deadline = time.monotonic() + 15
-        while self._sessions and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while (self._sessions or self._active) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the requests in flight finish before their stores close
         with self._instances_lock:
             instances = list(self._instances.values())
             self._instances.clear()
@@ -306,6 +343,8 @@ class MemoryService:
 
     def _connection(self, conn: socket.socket) -> None:
         """Serve one connection: its requests in order, each within IDLE_TIMEOUT of the last."""
+        with self._activity:
+            self._active += 1
         try:
             with conn:
                 try:
@@ -341,6 +380,9 @@ class MemoryService:
                     if not self._handle(conn, line):
                         return
         finally:
+            with self._activity:
+                self._active -= 1
+                self._last_active = time.monotonic()
             self._slots.release()
 
     @staticmethod
@@ -428,6 +470,8 @@ class MemoryService:
             "store": self.paths.store,
             "started_at": self.started_at,
             "ready": self.ready,
+            "on_demand": self.on_demand,
+            "idle_timeout": self.idle_timeout,
         }
 
     def _op_search(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
