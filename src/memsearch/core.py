@@ -188,6 +188,8 @@ class MemSearch:
     def _use_model(self, model: str) -> None:
         if model != self._model:
             self._model = model
+            if self._embedder is not None:
+                self._embedder.close()
             self._embedder = None  # created again, for this model, on first use
 
     def _open_store(self, dimension: int | None, *, create: bool = True, adopt: bool = True) -> MilvusStore:
@@ -441,9 +443,12 @@ class MemSearch:
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the store and the embedding provider's connections (both reopen on next use)."""
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._embedder is not None:
+            self._embedder.close()
 
     def __enter__(self) -> MemSearch:
         return self
