@@ -20,6 +20,7 @@ from fake_llm_server import FakeLLMServer, fake_llm  # noqa: F401  (fixture)
 from fake_servers import CountingServer, FakeEmbeddingServer, fake_api, server_at  # noqa: F401
 from memsearch import MemSearch
 from memsearch.embeddings import EmbeddingProvider, get_provider
+from memsearch.errors import EmbeddingAPIError
 from memsearch.jev_reranker import JevReranker
 from memsearch.llm import LLMClient
 
@@ -179,3 +180,26 @@ def test_jev_rerankers_share_one_connection(fake_jev: FakeJev, monkeypatch: pyte
         assert len(ranked) == 2
     assert server.opened == 1
     assert len(fake_jev.requests) == 5
+
+
+def test_requests_go_through_the_proxy_variables_like_urllib(
+    fake_api: FakeEmbeddingServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``http_proxy`` (with credentials) is honoured, ``no_proxy`` bypasses it, as urllib does."""
+    proxy = fake_api.url.replace("http://", "http://user:p%40ss@")
+    monkeypatch.setenv("http_proxy", proxy)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.setenv("no_proxy", "direct.invalid")
+    provider = get_provider("ollama", model="m", base_url="http://upstream.invalid:1234")
+    asyncio.run(queries(provider, 2))
+    first, second = fake_api.requests  # the "proxy" (our fake) answered both, on one connection
+    assert first.path == second.path == "http://upstream.invalid:1234/api/embed"
+    assert first.headers["proxy-authorization"] == "Basic dXNlcjpwQHNz"  # user:p@ss
+    assert server_at(fake_api.url).opened == 1
+    provider.close()
+
+    bypassed = get_provider("ollama", model="m", base_url="http://direct.invalid:1234")
+    with pytest.raises(EmbeddingAPIError, match="Could not connect"):
+        asyncio.run(queries(bypassed, 1))  # straight to a host that does not exist
+    assert len(fake_api.requests) == 2

@@ -235,7 +235,8 @@ class JsonClient:
         self.close()
 
     def close(self) -> None:
-        """Close every idle connection (a request in flight closes its own when it ends)."""
+        """Close every idle connection (one in use by a request in flight is kept for reuse when
+        that request ends; the client stays usable and connects again when asked)."""
         with self._lock:
             idle = [conn for conns in self._idle.values() for conn in conns]
             self._idle.clear()
@@ -347,7 +348,9 @@ class JsonClient:
 
     def _checkout(self, route: _Route) -> http.client.HTTPConnection | None:
         with self._lock:
-            if self._pid != os.getpid():  # forked: those sockets are the parent's
+            if self._pid != os.getpid():  # forked: the parent's connections are not ours to use
+                for conn in (conn for conns in self._idle.values() for conn in conns):
+                    conn.close()  # our copy of the descriptor only: the parent's stays open
                 self._idle.clear()
                 self._pid = os.getpid()
             idle = self._idle.get(route.key)
