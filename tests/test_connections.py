@@ -203,3 +203,26 @@ def test_requests_go_through_the_proxy_variables_like_urllib(
     with pytest.raises(EmbeddingAPIError, match="Could not connect"):
         asyncio.run(queries(bypassed, 1))  # straight to a host that does not exist
     assert len(fake_api.requests) == 2
+
+
+async def test_aclose_closes_the_running_loops_client_before_it_returns(
+    tmp_path: Path,
+    fake_api: FakeEmbeddingServer,  # noqa: F811
+) -> None:
+    """What the memory service does when it stops: ``await ms.aclose()`` on the engine loop."""
+    server = server_at(fake_api.url)
+    ms = MemSearch(
+        [EXAMPLES],
+        embedding_provider="openai",
+        embedding_model="m",
+        embedding_base_url=f"{fake_api.url}/v1",
+        milvus_uri=str(tmp_path / "m.db"),
+        embedding_cache=False,
+    )
+    await ms.embedder.embed_query(["q"])
+    assert server.opened == 1
+    await ms.aclose()
+    await asyncio.to_thread(wait_for, lambda: server.closed == 1)
+    await ms.embedder.embed_query(["again"])  # usable after aclose: a new client, a new connection
+    assert server.opened == 2
+    await ms.aclose()

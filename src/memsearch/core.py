@@ -450,6 +450,15 @@ class MemSearch:
         if self._embedder is not None:
             self._embedder.close()
 
+    async def aclose(self) -> None:
+        """:meth:`close` from a coroutine: the provider's client on the running loop is closed
+        before this returns."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if self._embedder is not None:
+            await self._embedder.aclose()
+
     def __enter__(self) -> MemSearch:
         return self
 

@@ -527,7 +527,7 @@ class _LoopClient:
 
     def __init__(self, client: openai.AsyncOpenAI) -> None:
         self.client = client
-        self._abandoned = False
+        self._closed = False
         self._closer = self._close_at_shutdown()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -535,20 +535,25 @@ class _LoopClient:
         try:
             yield
         finally:
-            if not self._abandoned:
-                await self.client.close()
+            await self._close_client()
+
+    async def _close_client(self) -> None:
+        if not self._closed:  # once, whoever comes first: close() or the loop's shutdown
+            self._closed = True
+            await self.client.close()
 
     async def bind(self) -> None:
         """Start the closer on the running loop, which registers it for that loop's shutdown."""
         await self._closer.__anext__()
 
     async def aclose(self) -> None:
-        await self._closer.aclose()
+        await self._close_client()
+        self.abandon()
 
     def abandon(self) -> None:
-        """Finish the closer without a loop (its loop closed without shutting it down): the
-        client's sockets went with that loop."""
-        self._abandoned = True
+        """Finish the closer without running it on a loop: the client is closed, or its loop closed
+        without shutting its generators down (the client's sockets went with that loop)."""
+        self._closed = True
         with contextlib.suppress(StopIteration, RuntimeError):
             self._closer.aclose().send(None)
 

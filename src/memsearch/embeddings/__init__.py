@@ -91,6 +91,11 @@ class EmbeddingProvider(ABC):
         """Let go of connections or other resources held between calls (the provider may still be
         used afterwards: it opens what it needs again); default: nothing."""
 
+    async def aclose(self) -> None:
+        """:meth:`close` for a coroutine: what belongs to the running loop is closed before it
+        returns (a sync ``close()`` there can only schedule it); default: :meth:`close`."""
+        self.close()
+
     @classmethod
     def __subclasshook__(cls, other: type) -> bool:
         if cls is EmbeddingProvider:

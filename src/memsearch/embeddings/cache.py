@@ -250,6 +250,10 @@ class CachedEmbedder(EmbeddingProvider):
         self.provider.close()
         self.cache.close()
 
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+        self.cache.close()
+
     def _sent_text(self, text: str) -> str:
         return self.provider.document_text(text)
 

@@ -61,6 +61,9 @@ class OpenAIEmbedding(RemoteEmbedder):
     def close(self) -> None:
         self._clients.close()
 
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
         # The running loop's client, kept (with its connection) across calls: building one per call
