@@ -37,6 +37,17 @@ def wait_for(check: Callable[[], bool], timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
+def openai_memsearch(api: FakeEmbeddingServer, tmp_path: Path) -> MemSearch:
+    return MemSearch(
+        [EXAMPLES],
+        embedding_provider="openai",
+        embedding_model="m",
+        embedding_base_url=f"{api.url}/v1",
+        milvus_uri=str(tmp_path / "m.db"),
+        embedding_cache=False,
+    )
+
+
 def provider_for(name: str, api: FakeEmbeddingServer) -> EmbeddingProvider:
     return get_provider(name, model="m", base_url=api.url + PROVIDERS[name], api_key="k")
 
@@ -133,14 +144,7 @@ def test_a_server_that_drops_idle_connections_costs_a_reconnect_not_an_error(
 
 def test_memsearch_search_keeps_the_connection(tmp_path: Path, fake_api: FakeEmbeddingServer) -> None:  # noqa: F811
     server = server_at(fake_api.url)
-    ms = MemSearch(
-        [EXAMPLES],
-        embedding_provider="openai",
-        embedding_model="m",
-        embedding_base_url=f"{fake_api.url}/v1",
-        milvus_uri=str(tmp_path / "m.db"),
-        embedding_cache=False,
-    )
+    ms = openai_memsearch(fake_api, tmp_path)
     try:
         assert asyncio.run(ms.index()) > 0
         indexed = server.opened
@@ -211,14 +215,7 @@ async def test_aclose_closes_the_running_loops_client_before_it_returns(
 ) -> None:
     """What the memory service does when it stops: ``await ms.aclose()`` on the engine loop."""
     server = server_at(fake_api.url)
-    ms = MemSearch(
-        [EXAMPLES],
-        embedding_provider="openai",
-        embedding_model="m",
-        embedding_base_url=f"{fake_api.url}/v1",
-        milvus_uri=str(tmp_path / "m.db"),
-        embedding_cache=False,
-    )
+    ms = openai_memsearch(fake_api, tmp_path)
     await ms.embedder.embed_query(["q"])
     assert server.opened == 1
     await ms.aclose()
