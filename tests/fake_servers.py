@@ -31,10 +31,54 @@ import pytest
 DEFAULT_DIMENSION = 8
 
 
+class CountingServer(ThreadingHTTPServer):
+    """A threaded HTTP server that counts the TCP connections it accepts and has closed, and can
+    drop each connection after one answer, as a server closing idle keep-alive connections does
+    (without a ``Connection: close`` header: the client finds out when it reuses the connection)."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.opened = 0
+        self.closed = 0
+        self.drop_after_answer = False
+        self.count_lock = threading.Lock()
+
+
+#: root URL -> its running server (see :func:`server_at`).
+_SERVERS: dict[str, CountingServer] = {}
+
+
+def server_at(url: str) -> CountingServer:
+    """The running fake server whose root URL ``url`` starts with (its connection counts)."""
+    for root, server in _SERVERS.items():
+        if url.startswith(root):
+            return server
+    raise KeyError(url)
+
+
 class JsonHandler(BaseHTTPRequestHandler):
     """Base of the fake servers' handlers: quiet, keep-alive, JSON answers with a length."""
 
     protocol_version = "HTTP/1.1"
+    #: The headers and the body go out in two writes; without TCP_NODELAY the second waits for the
+    #: client's delayed ACK of the first (~40 ms) on a kept-alive connection, as no real server does.
+    disable_nagle_algorithm = True
+
+    def setup(self) -> None:
+        super().setup()
+        server = self.server
+        if isinstance(server, CountingServer):
+            with server.count_lock:
+                server.opened += 1
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            server = self.server
+            if isinstance(server, CountingServer):
+                with server.count_lock:
+                    server.closed += 1
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
@@ -48,20 +92,25 @@ class JsonHandler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
             self.close_connection = True
+        if isinstance(self.server, CountingServer) and self.server.drop_after_answer:
+            self.close_connection = True
 
 
 @contextlib.contextmanager
 def serving(handler: type[BaseHTTPRequestHandler], name: str) -> Iterator[str]:
     """Run ``handler`` on 127.0.0.1 (a free port) in a thread; yields the server's root URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = CountingServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=name, daemon=True
     )
     thread.start()
+    root = f"http://127.0.0.1:{server.server_address[1]}"
+    _SERVERS[root] = server
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield root
     finally:
+        _SERVERS.pop(root, None)
         server.shutdown()
         server.server_close()
         thread.join(5)

@@ -92,7 +92,7 @@ def test_post_json_deadline_covers_a_trickling_answer() -> None:
 
     from memsearch.embeddings.base import ApiErrors
     from memsearch.errors import EmbeddingAPIError
-    from memsearch.http import post_json
+    from memsearch.http import JsonClient
 
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
@@ -116,8 +116,8 @@ def test_post_json_deadline_covers_a_trickling_answer() -> None:
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/embeddings"
     started = time.monotonic()
     try:
-        with pytest.raises(EmbeddingAPIError) as info:
-            post_json(url, {"input": ["x"]}, headers={}, errors=ApiErrors("Slow"), timeout=1.0)
+        with pytest.raises(EmbeddingAPIError) as info, JsonClient() as client:
+            client.post_json(url, {"input": ["x"]}, headers={}, errors=ApiErrors("Slow"), timeout=1.0)
     finally:
         stop.set()
         thread.join(5)

@@ -190,6 +190,8 @@ class MemSearch(Memory):
     def _use_model(self, model: str) -> None:
         if model != self._model:
             self._model = model
+            if self._embedder is not None:
+                self._embedder.close()
             self._embedder = None  # created again, for this model, on first use
 
     def _open_store(self, dimension: int | None, *, create: bool = True, adopt: bool = True) -> MilvusStore:
@@ -458,9 +460,21 @@ class MemSearch(Memory):
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the store and the embedding provider's connections (both reopen on next use)."""
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._embedder is not None:
+            self._embedder.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` from a coroutine: the provider's client on the running loop is closed
+        before this returns."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if self._embedder is not None:
+            await self._embedder.aclose()
 
     def __enter__(self) -> MemSearch:
         return self

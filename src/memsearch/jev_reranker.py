@@ -28,7 +28,7 @@ from memsearch.errors import (
     MissingRerankerKeyError,
     RerankerAPIError,
 )
-from memsearch.http import SERVER_FAILED_HINT, ApiErrors, ServiceWording, post_json, resolve_api_key
+from memsearch.http import SERVER_FAILED_HINT, ApiErrors, JsonClient, ServiceWording, resolve_api_key
 
 #: What ``reranker.model = "jev:"`` plus a model name asks for when none is given.
 DEFAULT_MODEL = "jev-latest"
@@ -77,6 +77,11 @@ RERANKING = ServiceWording(
 ERRORS = ApiErrors("Jev", (KEY_ENV,), wording=RERANKING)
 
 
+#: The connections every :class:`JevReranker` of this process shares (a search builds a reranker
+#: per query, so an instance's own would never be reused); thread-safe, kept alive between searches.
+_SHARED = JsonClient()
+
+
 def endpoint() -> str:
     """The URL rerank requests go to: ``MEMSEARCH_JEV_URL`` when set, else TypeSafe's."""
     return os.environ.get(URL_ENV, "").strip() or DEFAULT_URL
@@ -86,7 +91,8 @@ class JevReranker:
     """Rescore search candidates with a Jev model in one request; content is sent untruncated.
 
     The key comes from ``api_key``, else ``TYPESAFE_API_KEY``, and is looked up only when there is
-    something to rerank (an empty candidate list needs no key and no request).
+    something to rerank (an empty candidate list needs no key and no request). Requests go over
+    ``client`` (default: one keep-alive client shared by the process's rerankers).
     """
 
     def __init__(
@@ -96,6 +102,7 @@ class JevReranker:
         api_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         url: str | None = None,
+        client: JsonClient | None = None,
     ) -> None:
         if not model:
             raise ConfigValueError(
@@ -109,6 +116,7 @@ class JevReranker:
         self.timeout = timeout
         self.url = url or endpoint()
         self._api_key = api_key
+        self._client = client or _SHARED
 
     def build_request(self, query: str, documents: Sequence[str]) -> dict[str, Any]:
         """The request body: the query once, then one independent question per candidate."""
@@ -173,7 +181,7 @@ class JevReranker:
                 f"The Jev reranker needs an API key: {KEY_ENV} is not set.", hint=ERRORS.key_hint()
             )
         body = self.build_request(query, documents)
-        result = post_json(
+        result = self._client.post_json(
             self.url,
             body,
             headers={"Authorization": f"Bearer {key}"},

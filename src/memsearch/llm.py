@@ -2,8 +2,9 @@
 
 This module owns the provider-type table (:data:`BACKENDS`, with ``openai-compatible`` an alias of
 ``openai``), how a backend's model, base URL and API key are chosen, the three request shapes, the
-settings that ``compact`` and ``summarize`` read from the config (:class:`LLMSettings`), and the
-translation of every failure into an :class:`LLMError`.
+settings that ``compact`` and ``summarize`` read from the config (:class:`LLMSettings`), the client
+that keeps one connection across requests (:class:`LLMClient`), and the translation of every
+failure into an :class:`LLMError`.
 
 - ``openai`` uses the ``openai`` SDK (a core dependency) and so also serves vLLM, Ollama, LM Studio
   and other OpenAI-compatible servers through ``base_url``. No ``temperature`` is sent: reasoning
@@ -34,7 +35,14 @@ from memsearch.errors import (
     MissingLLMKeyError,
     UnknownLLMProviderError,
 )
-from memsearch.http import SERVER_FAILED_HINT, ApiErrors, ServiceWording, openai_client, post_json, sdk_errors
+from memsearch.http import (
+    SERVER_FAILED_HINT,
+    ApiErrors,
+    JsonClient,
+    OpenAIClients,
+    ServiceWording,
+    sdk_errors,
+)
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -46,6 +54,7 @@ __all__ = [
     "PROVIDER_TYPES",
     "EmptySummaryError",
     "LLMAPIError",
+    "LLMClient",
     "LLMError",
     "LLMSettings",
     "MissingLLMKeyError",
@@ -66,7 +75,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 # --- errors -------------------------------------------------------------------------------------
 
 
-#: How LLM endpoints' failures are worded (the REST helper ``post_json`` and the openai SDK
+#: How LLM endpoints' failures are worded (the REST helper ``JsonClient`` and the openai SDK
 #: translation only ask an :class:`ApiErrors` for the exceptions to raise).
 LLM_WORDING = ServiceWording(
     kind="LLM",
@@ -105,6 +114,15 @@ class _Call:
     api_key: str | None
     errors: ApiErrors
     timeout: float
+    transport: _Transport
+
+
+@dataclass(frozen=True)
+class _Transport:
+    """The connections of one :class:`LLMClient`: stdlib keep-alive, and the openai SDK's clients."""
+
+    http: JsonClient
+    openai: OpenAIClients
 
 
 @dataclass(frozen=True)
@@ -121,15 +139,12 @@ class Backend:
 
 
 async def _call_openai(call: _Call) -> str:
-    client = openai_client(call.api_key, call.base_url, call.timeout)
+    client = await call.transport.openai.get()
     url = f"{call.base_url}/chat/completions"
-    try:
-        with sdk_errors(call.errors, url, call.timeout):
-            response = await client.chat.completions.create(
-                model=call.model, messages=[{"role": "user", "content": call.prompt}]
-            )
-    finally:
-        await client.close()
+    with sdk_errors(call.errors, url, call.timeout):
+        response = await client.chat.completions.create(
+            model=call.model, messages=[{"role": "user", "content": call.prompt}]
+        )
     if isinstance(response, (str, bytes)):  # the SDK hands back a body it could not decode
         raise call.errors.bad_response(url, f"not JSON ({str(response)[:80]!r})")
     try:
@@ -141,7 +156,7 @@ async def _call_openai(call: _Call) -> str:
 
 async def _post(call: _Call, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
     return await asyncio.to_thread(
-        post_json, url, body, headers=headers, errors=call.errors, timeout=call.timeout
+        call.transport.http.post_json, url, body, headers=headers, errors=call.errors, timeout=call.timeout
     )
 
 
@@ -269,7 +284,48 @@ def _prepare(
     key = resolve_env_ref(api_key or "") or next(filter(None, map(_env, backend.key_envs)), "")
     if not key and not custom:
         raise errors.missing_key()
-    return backend, _Call(prompt, model or LLM_DEFAULT_MODELS[kind], url, key or None, errors, timeout)
+    transport = _Transport(JsonClient(), OpenAIClients(key or None, url, timeout))
+    return backend, _Call(
+        prompt, model or LLM_DEFAULT_MODELS[kind], url, key or None, errors, timeout, transport
+    )
+
+
+class LLMClient:
+    """One LLM backend, its settings resolved once, its connection kept between completions.
+
+    Use it as ``async with LLMClient(...) as llm:`` (or call :meth:`aclose` / :meth:`close`) when
+    making several requests; :func:`complete` makes one and closes. Configuration errors (unknown
+    type, missing key, unset ``env:`` variable) are raised by the constructor, before any network.
+    """
+
+    def __init__(
+        self,
+        provider: str = "openai",
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._backend, self._call = _prepare("", provider, model, base_url, api_key, timeout)
+
+    async def complete(self, prompt: str) -> str:
+        """Send ``prompt`` as one user message and return the model's text ("" if it gave none)."""
+        return await self._backend.call(replace(self._call, prompt=prompt))
+
+    async def aclose(self) -> None:
+        self._call.transport.http.close()
+        await self._call.transport.openai.aclose()
+
+    def close(self) -> None:
+        self._call.transport.http.close()
+        self._call.transport.openai.close()
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 async def complete(
@@ -288,8 +344,8 @@ async def complete(
     references. Raises :class:`UnknownLLMProviderError`, :class:`MissingLLMKeyError`,
     :class:`LLMAPIError`, or ``ConfigEnvVarError`` for an unset referenced variable.
     """
-    backend, call = _prepare(prompt, provider, model, base_url, api_key, timeout)
-    return await backend.call(call)
+    async with LLMClient(provider, model=model, base_url=base_url, api_key=api_key, timeout=timeout) as llm:
+        return await llm.complete(prompt)
 
 
 async def summarize_text(
@@ -321,6 +377,12 @@ class LLMSettings:
         unset ``env:`` variable), so a command fails before it opens the store or reads chunks."""
         _prepare("", self.provider, self.model, self.base_url, self.api_key, DEFAULT_TIMEOUT)
         return self
+
+    def client(self, *, timeout: float = DEFAULT_TIMEOUT) -> LLMClient:
+        """An :class:`LLMClient` for these settings, to make several requests on one connection."""
+        return LLMClient(
+            self.provider, model=self.model, base_url=self.base_url, api_key=self.api_key, timeout=timeout
+        )
 
     async def complete(self, prompt: str, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         return await complete(

@@ -87,6 +87,15 @@ class EmbeddingProvider(ABC):
     def warm(self) -> None:  # noqa: B027  (a default, not an abstract member)
         """Load local model files now (blocking; meant for a worker thread); default: nothing."""
 
+    def close(self) -> None:  # noqa: B027  (a default, not an abstract member)
+        """Let go of connections or other resources held between calls (the provider may still be
+        used afterwards: it opens what it needs again); default: nothing."""
+
+    async def aclose(self) -> None:
+        """:meth:`close` for a coroutine: what belongs to the running loop is closed before it
+        returns (a sync ``close()`` there can only schedule it); default: :meth:`close`."""
+        self.close()
+
     @classmethod
     def __subclasshook__(cls, other: type) -> Any:  # True, or NotImplemented (not False)
         if cls is EmbeddingProvider:
@@ -126,6 +135,11 @@ class _Adapted(EmbeddingProvider):
     async def embed_query(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = await self.inner.embed_query(texts)
         return vectors
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)  # optional in the original protocol
+        if callable(close):
+            close()
 
 
 @dataclass(frozen=True)

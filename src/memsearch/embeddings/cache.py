@@ -81,7 +81,7 @@ class EmbeddingCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser()
         self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # close() may run inside _run (a damaged file)
         self._disabled = False
 
     def _connect(self) -> sqlite3.Connection | None:
@@ -189,16 +189,17 @@ class EmbeddingCache:
         self._run("clear", delete, None)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        """Close the file (it reopens on next use)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def __enter__(self) -> EmbeddingCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self.close()
+        self.close()
 
 
 class CachedEmbedder(EmbeddingProvider):
@@ -243,6 +244,15 @@ class CachedEmbedder(EmbeddingProvider):
 
     def warm(self) -> None:
         self.provider.warm()
+
+    def close(self) -> None:
+        """Close the provider's connections and the cache file (both reopen on next use)."""
+        self.provider.close()
+        self.cache.close()
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+        self.cache.close()
 
     def _sent_text(self, text: str) -> str:
         return self.provider.document_text(text)

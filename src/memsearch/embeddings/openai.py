@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from memsearch.embeddings.base import EmbeddingErrors, RemoteEmbedder
-from memsearch.http import ApiErrors, openai_client, sdk_errors
+from memsearch.http import ApiErrors, OpenAIClients, sdk_errors
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -55,15 +55,20 @@ class OpenAIEmbedding(RemoteEmbedder):
         suffix = f"@{self.base_url}" if self.custom_endpoint else ""
         return f"{super().cache_namespace}{suffix}"
 
+    def _configured(self, *, base_url: str | None, api_key: str | None) -> None:
+        self._clients = OpenAIClients(self.api_key, self.base_url, self.timeout)
+
+    def close(self) -> None:
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
-        # One client per call: it is bound to the running event loop, and closing it here leaves no
-        # sockets behind for the garbage collector.
-        client = openai_client(self.api_key, self.base_url, self.timeout)
-        try:
-            yield client
-        finally:
-            await client.close()
+        # The running loop's client, kept (with its connection) across calls: building one per call
+        # cost a client, an SSL context and a TCP (or TLS) handshake per search.
+        yield await self._clients.get()
 
     async def _embed_batch(self, conn: Any, texts: list[str], *, query: bool) -> list[list[float]]:
         url = f"{self.base_url}/embeddings"

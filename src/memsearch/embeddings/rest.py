@@ -8,10 +8,13 @@ voyage, jina and mistral). The transport, its deadlines and its error wording ar
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memsearch.embeddings.base import RemoteEmbedder
-from memsearch.http import post_json
+from memsearch.embeddings.base import RemoteEmbedder, RemoteOptions
+from memsearch.http import JsonClient
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class RestEmbedder(RemoteEmbedder):
@@ -20,8 +23,16 @@ class RestEmbedder(RemoteEmbedder):
     Subclasses name the endpoint (:meth:`_url`), the request (:meth:`_body`) and where the vectors
     are in the answer (:meth:`_vectors`; the default reads the OpenAI-style ``data[i].embedding``).
     ``base_url`` is the vendor's public API root unless the caller gives another one (a proxy, a
-    self-hosted gateway, or a fake server in tests).
+    self-hosted gateway, or a fake server in tests). The provider keeps its connection open between
+    requests (HTTP keep-alive) until :meth:`close`.
     """
+
+    def __init__(self, **options: Unpack[RemoteOptions]) -> None:
+        self._http = JsonClient()
+        super().__init__(**options)
+
+    def close(self) -> None:
+        self._http.close()
 
     def _url(self) -> str:
         return f"{self.base_url}/embeddings"
@@ -39,7 +50,7 @@ class RestEmbedder(RemoteEmbedder):
     async def _embed_batch(self, conn: Any, texts: list[str], *, query: bool) -> list[list[float]]:
         url = self._url()
         payload = await asyncio.to_thread(
-            post_json,
+            self._http.post_json,
             url,
             self._body(texts, query=query),
             headers=self._headers(),

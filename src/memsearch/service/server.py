@@ -529,4 +529,4 @@ async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 async def _close(ms: MemSearch) -> None:
-    ms.close()
+    await ms.aclose()  # on the engine loop: the provider's client there is closed before it stops
