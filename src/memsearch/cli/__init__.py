@@ -6,7 +6,8 @@ Errors are turned into output in exactly one place, :func:`main`: a
 
 Start-up cost matters (agent hooks run the CLI on every turn), so this package imports only Click
 and our light modules; pymilvus, onnxruntime and openai are imported inside the commands that need
-them, and pandas, which Milvus Lite's pyarrow would import for nothing, not at all (``lean.py``).
+them, and pandas, which Milvus Lite's pyarrow would import for nothing, not at all (``lean.py``, which
+also picks pyarrow's leaner memory pool).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def cli() -> None:
 
 def main() -> None:
     """Console-script entry point (the process is ours: pandas stays out, see memsearch.cli.lean)."""
-    from memsearch.cli.lean import keep_pandas_out
+    from memsearch.cli.lean import lean_process
 
-    keep_pandas_out()
+    lean_process()
     cli(prog_name="memsearch")

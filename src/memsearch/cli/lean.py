@@ -1,4 +1,4 @@
-"""What a ``memsearch`` process leaves unimported: pandas, which nothing here uses.
+"""What a ``memsearch`` process does not load: pandas, and mimalloc's reserve for pyarrow.
 
 Milvus Lite reads its segments with ``pyarrow.parquet``, which imports ``pyarrow.dataset``, whose
 module initialisation asks pyarrow's pandas shim whether pandas is installed, and the shim answers
@@ -11,12 +11,20 @@ cannot be imported as absent and works the same without it.
 import, so once it is being imported, pandas imports normally. Only the console entry point
 installs it, for the process it owns; library users' processes (``from memsearch import
 MemSearch``) are left as they are.
+
+The same entry point sets ``ARROW_DEFAULT_MEMORY_POOL=system`` (unless the user set it): pyarrow's
+default pool, mimalloc, keeps what Milvus Lite's parquet reads allocated as its own reserve, ~25 MB
+more resident memory for a search on a 2,000-chunk store than the C library's allocator (measured
+with the same search, 239 against 213 MB). The variable is read when pyarrow first creates its
+pool, so it is set before anything imports pyarrow, and the memory service and hooks a command
+starts inherit it.
 """
 
 from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -38,3 +46,10 @@ def keep_pandas_out() -> None:
     if "pandas" in sys.modules or any(isinstance(f, PandasBlocker) for f in sys.meta_path):
         return
     sys.meta_path.insert(0, PandasBlocker())
+
+
+def lean_process() -> None:
+    """Everything this module does, for the console entry point (before any command runs)."""
+    if "pyarrow" not in sys.modules:
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    keep_pandas_out()
