@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from memsearch.jieba_loader import KNOWN_JIEBA, KNOWN_TOTAL, NON_HAN_ENTRIES
 
@@ -27,7 +28,7 @@ AWKWARD = [
 ]
 
 
-def run(code: str, tmp_path: Path) -> object:
+def run(code: str, tmp_path: Path) -> Any:
     out = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -50,7 +51,7 @@ def test_the_non_han_table_is_exactly_that_part_of_jiebas_dictionary(tmp_path: P
         subset = {w: f for w, f in t.FREQ.items() if not han.search(w)}
         print(json.dumps([jieba.__version__, size, t.total, subset]))
     """
-    version, size, total, subset = run(code, tmp_path)  # type: ignore[misc]
+    version, size, total, subset = run(code, tmp_path)
     assert (version, size) == KNOWN_JIEBA
     assert total == KNOWN_TOTAL
     assert subset == NON_HAN_ENTRIES
@@ -87,7 +88,7 @@ def test_tokens_are_the_same_and_chinese_loads_the_dictionary(tmp_path: Path) ->
         same = lazy == [tokens(t) for t in english] and lazy_zh == [tokens(t) for t in chinese]
         print(json.dumps([len(english), still_deferred, entries, loaded, same]))
     """
-    count, still_deferred, entries, loaded, same = run(code, tmp_path)  # type: ignore[misc]
+    count, still_deferred, entries, loaded, same = run(code, tmp_path)
     assert count > 300
     assert still_deferred and entries == len(NON_HAN_ENTRIES)
     assert loaded
@@ -116,7 +117,7 @@ def test_a_store_that_sees_no_chinese_never_loads_the_dictionary(tmp_path: Path)
             print(json.dumps([hits[0]["chunk_hash"], english_only, jieba_loader.deferred(),
                               [h["chunk_hash"] for h in zh]]))
     """
-    first, english_only, after_chinese, zh = run(code, tmp_path)  # type: ignore[misc]
+    first, english_only, after_chinese, zh = run(code, tmp_path)
     assert first == "en"
     assert english_only is True
     assert after_chinese is False
