@@ -54,6 +54,10 @@ def _options(level: ort.GraphOptimizationLevel) -> ort.SessionOptions:
     options.intra_op_num_threads = _cpu_count()
     options.inter_op_num_threads = 1
     options.graph_optimization_level = level
+    # Memory patterns are planned and kept per input shape, and every batch of texts has its own
+    # shape (padded to its longest text): while indexing, the arena grew by ~70 MB more with them
+    # (240 texts of up to 256 tokens: peak +215 MB with, +147 MB without), for no measured gain.
+    options.enable_mem_pattern = False
     options.log_severity_level = 3  # warnings about unused initialisers are noise to users
     return options
 
