@@ -353,3 +353,55 @@ def test_hub_download_fetches_only_the_needed_files(
     assert provider.settings.max_length == 200  # read from the downloaded sentence-transformers config
     assert fake_api.requests[0].headers["authorization"] == "Bearer hf_secret"
     assert provider.dimension == 384
+
+
+# --- the optimised graph, saved once (lower peak memory, no per-process optimisation) -----------
+
+_EMBED_FIXED_TEXTS = (
+    "import json, sys\n"
+    "from memsearch.embeddings.onnx import OnnxEmbedding\n"
+    "texts = ['database connection timeout', '中文 文本 测试', 'a longer sentence about "
+    "vector databases, chunking and hybrid search with BM25', '']\n"
+    "print(json.dumps(OnnxEmbedding().encode(texts).tolist()))\n"
+)
+
+
+def _embed_in_a_process(env: dict[str, str]) -> np.ndarray:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", _EMBED_FIXED_TEXTS],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=120,
+    )
+    return np.array(json.loads(out.stdout))
+
+
+def test_the_optimised_copy_gives_the_same_vectors_and_is_built_once(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    source_graph = _embed_in_a_process({**env, "MEMSEARCH_ONNX_CACHE": "0"})
+    assert not (tmp_path / ".memsearch" / "onnx-optimized").exists()
+    first = _embed_in_a_process(env)  # builds the copy, then loads it
+    (copy,) = (tmp_path / ".memsearch" / "onnx-optimized").iterdir()
+    assert (copy / "model.onnx").is_file() and (copy / "weights").stat().st_size > 50_000_000
+    built = (copy / "weights").stat().st_mtime_ns
+    second = _embed_in_a_process(env)  # loads the copy, builds nothing
+    assert (copy / "weights").stat().st_mtime_ns == built
+    assert [p.name for p in (tmp_path / ".memsearch" / "onnx-optimized").iterdir()] == [copy.name]
+    for vectors in (first, second):
+        cosines = (vectors * source_graph).sum(axis=1)
+        assert cosines[:3].min() >= 0.999  # the empty text's row may be zero in both
+        assert np.allclose(vectors, source_graph, atol=1e-4)
+
+
+def test_a_damaged_optimised_copy_is_dropped_and_the_source_graph_used(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    good = _embed_in_a_process(env)
+    (copy,) = (tmp_path / ".memsearch" / "onnx-optimized").iterdir()
+    (copy / "model.onnx").write_bytes(b"not a graph")
+    again = _embed_in_a_process(env)
+    assert np.allclose(again, good, atol=1e-4)
+    assert not copy.exists()  # dropped; the next process builds it again

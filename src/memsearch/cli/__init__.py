@@ -6,7 +6,8 @@ Errors are turned into output in exactly one place, :func:`main`: a
 
 Start-up cost matters (agent hooks run the CLI on every turn), so this package imports only Click
 and our light modules; pymilvus, onnxruntime and openai are imported inside the commands that need
-them.
+them, and pandas, which Milvus Lite's pyarrow would import for nothing, not at all (``lean.py``, which
+also picks pyarrow's leaner memory pool).
 """
 
 from __future__ import annotations
@@ -114,5 +115,8 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (the process is ours: pandas stays out, see memsearch.cli.lean)."""
+    from memsearch.cli.lean import lean_process
+
+    lean_process()
     cli(prog_name="memsearch")

@@ -10,10 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import marshal
-import tempfile
-import threading
-from pathlib import Path
 from typing import Any
 
 from memsearch import errors
@@ -84,37 +80,10 @@ class _BelowWarningFilter(logging.Filter):
 #: Milvus Lite runs jieba in our process, so that would land in the CLI's output. A filter on its
 #: logger survives jieba's import (which resets the level) and needs no import of jieba.
 JIEBA_QUIET = _BelowWarningFilter()
-_jieba_lock = threading.Lock()
 
 
 def prepare_jieba() -> None:
-    """Load jieba's dictionary before Milvus Lite's first tokenising call, faster than jieba does.
+    """Before Milvus Lite's first tokenising call: jieba's dictionary, late (memsearch.jieba_loader)."""
+    from memsearch.jieba_loader import prepare
 
-    Milvus Lite tokenises in-process, so every process pays for jieba's dictionary on its first
-    insert or search. jieba's own loader reads its 9 MB cache with ``marshal.load`` on a file
-    object (~1.3 s here); reading the bytes first and ``marshal.loads`` takes ~0.35 s. The result
-    is identical; anything unexpected (no cache yet, a custom dictionary, another jieba version)
-    leaves the work to jieba's own initialisation.
-    """
-    try:
-        import jieba
-    except ImportError:
-        return
-    with _jieba_lock:
-        tokenizer = getattr(jieba, "dt", None)
-        if tokenizer is None or getattr(tokenizer, "initialized", True):
-            return
-        if tokenizer.dictionary != jieba.DEFAULT_DICT or tokenizer.cache_file or tokenizer.tmp_dir:
-            return
-        cache = Path(tempfile.gettempdir()) / "jieba.cache"
-        try:
-            with tokenizer.lock:
-                if tokenizer.initialized:
-                    return
-                freq, total = marshal.loads(cache.read_bytes())
-                if not isinstance(freq, dict) or not isinstance(total, (int, float)):
-                    return
-                tokenizer.FREQ, tokenizer.total = freq, total
-                tokenizer.initialized = True
-        except Exception:  # no cache yet, or a different jieba: let jieba initialise itself
-            logger.debug("jieba fast load skipped", exc_info=True)
+    prepare()
