@@ -65,14 +65,18 @@ def test_add_list_status_round_trip(w: World) -> None:
     assert w.add().stdout.startswith("Candidate skill deploy-to-staging is unchanged.")
 
     listed = w.run("list")
-    assert listed.stdout == f"- deploy-to-staging [not installed yet] - {DESC}\n"
+    assert listed.stdout == f"- deploy-to-staging [candidate, install ready] - {DESC}\n"
     (row,) = json.loads(w.run("list", "--json-output").stdout)
     assert row["slug"] == row["name"] == "deploy-to-staging"
     assert row["status"] == "pending" and row["pending_install"] is True
     assert row["path"] == str(w.ms / "skill-candidates" / "deploy-to-staging" / "SKILL.md")
 
     hint = w.run("status", "--hint")
-    assert hint.stdout.startswith("SKILLS: 1 skill candidate from memory to review (1 new)")
+    assert hint.stdout == (
+        "SKILLS: 1 candidate skill version(s) pending install - "
+        "run the memory-to-skill skill to review and install.\n"
+    )
+    assert w.run("status").stdout.endswith("New: 1; updated: 0.\n")
     summary = json.loads(w.run("status", "-j").stdout)
     assert {k: summary[k] for k in ("candidate_count", "pending_count", "new_count", "updated_count")} == {
         "candidate_count": 1,
@@ -90,6 +94,29 @@ def test_empty_store_messages(w: World) -> None:
     hint = w.run("status", "--hint")
     assert hint.returncode == 0 and hint.stdout == ""
     assert not (w.ms / "skill-candidates").exists()  # looking creates nothing
+
+
+def test_install_folders_can_be_kept_in_the_config(w: World) -> None:
+    # original: test_config_set_paths_parses_json_list (the skill reads them back, then --path each)
+    key = "plugins.claude-code.memory_to_skill.paths"
+    proc = subprocess.run(
+        [sys.executable, "-m", "memsearch", "config", "set", key, '[".claude/skills", "~/.codex/skills"]'],
+        capture_output=True,
+        text=True,
+        cwd=w.project,
+        env={**os.environ, "HOME": str(w.home)},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = subprocess.run(
+        [sys.executable, "-m", "memsearch", "config", "get", key],
+        capture_output=True,
+        text=True,
+        cwd=w.project,
+        env={**os.environ, "HOME": str(w.home)},
+        timeout=60,
+    )
+    assert json.loads(got.stdout) == [".claude/skills", "~/.codex/skills"]
 
 
 def test_memsearch_dir_is_honoured(w: World) -> None:
@@ -172,8 +199,8 @@ def test_an_update_is_reported_and_reinstalled(w: World) -> None:
     w.add()
     assert w.run("install", "deploy-to-staging", "--platform", "codex").returncode == 0
     w.add(body=BODY + "3. `./smoke.sh`\n")
-    assert "[changed since installed, update ready]" in w.run("list").stdout
-    assert "(1 updated)" in w.run("status", "--hint").stdout
+    assert "[installed, update ready]" in w.run("list").stdout
+    assert w.run("status").stdout.endswith("New: 0; updated: 1.\n")
     installed = w.project / ".agents/skills/deploy-to-staging/SKILL.md"
     assert "smoke" not in installed.read_text()
     proc = w.run("install", "deploy-to-staging", "--platform", "codex")
@@ -242,8 +269,8 @@ def test_session_start_says_when_candidates_wait(hk: HookEnv, platform: str) -> 
     skills.write_candidate(hk.memsearch_dir, "deploy", DESC, BODY, message="distill: add deploy")
     after = hook_json(hk.hook(platform, "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
     assert after["systemMessage"].endswith(
-        " | SKILLS: 1 skill candidate from memory to review (1 new) - use the memory-to-skill skill, "
-        "or `memsearch skills list`"
+        " | SKILLS: 1 candidate skill version(s) pending install - run the memory-to-skill skill to review "
+        "and install."
     )
     skills.install_candidate(hk.memsearch_dir, "deploy", [hk.project / ".claude" / "skills"])
     done = hook_json(hk.hook(platform, "session-start", "{}", MEMSEARCH_NO_WATCH="1"))

@@ -17,11 +17,12 @@ import click
 
 from memsearch import skills as store
 
-#: What each status means, for ``skills list``.
+#: How ``skills list`` shows each status (the original's words: candidate/installed, then whether
+#: an install or an update is ready).
 STATUS_TEXT = {
-    "pending": "not installed yet",
-    "installed": "installed",
-    "changed": "changed since installed, update ready",
+    "pending": ("candidate", ", install ready"),
+    "installed": ("installed", ""),
+    "changed": ("installed", ", update ready"),
 }
 
 
@@ -84,7 +85,9 @@ def list_(json_output: bool) -> None:
         click.echo("No skills in the store yet.")
         return
     for c in candidates:
-        click.echo(f"- {c.slug} [{STATUS_TEXT.get(c.status, c.status)}] - {c.description}")
+        word, ready = STATUS_TEXT.get(c.status, (c.status, ""))
+        seen = f", seen {c.occurrences}x" if c.occurrences is not None else ""
+        click.echo(f"- {c.slug} [{word}{seen}{ready}] - {c.description}")
 
 
 def _summary(root_dir: Path) -> dict[str, Any]:
