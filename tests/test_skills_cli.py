@@ -275,3 +275,28 @@ def test_session_start_says_when_candidates_wait(hk: HookEnv, platform: str) -> 
     skills.install_candidate(hk.memsearch_dir, "deploy", [hk.project / ".claude" / "skills"])
     done = hook_json(hk.hook(platform, "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
     assert "SKILLS" not in done["systemMessage"]
+
+
+@pytest.mark.parametrize(("platform", "field"), [("opencode", "system"), ("openclaw", "prependContext")])
+def test_hosts_without_a_status_line_tell_the_model(hk: HookEnv, platform: str, field: str) -> None:
+    # OpenCode merges "system" into the system prompt and OpenClaw prepends "prependContext"; neither
+    # shows the status line to the user, so the hint goes where the model reads it.
+    stdin = json.dumps({"sessionId": "s1", "agentId": "main", "workspaceDir": str(hk.project)})
+    before = hook_json(hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
+    assert "SKILLS" not in json.dumps(before)
+    skills.write_candidate(hk.memsearch_dir, "deploy", DESC, BODY, message="distill: add deploy")
+    after = hook_json(hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
+    assert after[field] == skills.candidates_hint(hk.memsearch_dir)
+    (hk.memory_dir / "2026-06-12.md").write_text("## Session 10:00\n\n### 10:00\n- Deployed to staging.\n")
+    with_memory = hook_json(hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
+    assert "- Deployed to staging." in with_memory[field]
+    assert with_memory[field].endswith("\n\n" + skills.candidates_hint(hk.memsearch_dir))
+
+
+def test_claude_code_keeps_the_hint_out_of_the_models_context(hk: HookEnv) -> None:
+    skills.write_candidate(hk.memsearch_dir, "deploy", DESC, BODY, message="m")
+    hk.memory_dir.mkdir(parents=True, exist_ok=True)
+    (hk.memory_dir / "2026-06-12.md").write_text("## Session 10:00\n\n### 10:00\n- Deployed to staging.\n")
+    out = hook_json(hk.hook("claude-code", "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
+    assert "SKILLS:" in out["systemMessage"]
+    assert "SKILLS" not in out["hookSpecificOutput"]["additionalContext"]

@@ -499,8 +499,8 @@ def write_candidate(
         if occurrences is not None:
             meta["occurrences"] = max(occurrences, int(meta.get("occurrences") or 0))
         if sources:
-            known = meta.get("sources") if isinstance(meta.get("sources"), list) else []
-            meta["sources"] = sorted({*map(str, known), *sources})
+            known = meta.get("sources")
+            meta["sources"] = sorted({*(map(str, known) if isinstance(known, list) else ()), *sources})
         _write_text(path, text)
         _write_meta(skill_dir, meta)
         commit = _commit_all(root, message)
