@@ -300,3 +300,30 @@ def test_claude_code_keeps_the_hint_out_of_the_models_context(hk: HookEnv) -> No
     out = hook_json(hk.hook("claude-code", "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
     assert "SKILLS:" in out["systemMessage"]
     assert "SKILLS" not in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_chinese_names_and_text_round_trip(w: World) -> None:
+    body = "## 部署到测试环境\n\n1. 运行 `make deploy`\n2. 检查日志"
+    for name in ("部署到测试环境", "回滚发布"):
+        proc = w.run(
+            "add",
+            "--name",
+            name,
+            "--description",
+            f"{name}。当用户要求{name}时使用。",
+            "--body-file",
+            "-",
+            stdin=body,
+        )
+        assert proc.returncode == 0, proc.stderr
+    listed = json.loads(w.run("list", "-j").stdout)
+    assert len(listed) == 2  # two names, two candidates (the original made both "skill")
+    by_desc = {row["description"]: row for row in listed}
+    row = by_desc["部署到测试环境。当用户要求部署到测试环境时使用。"]
+    assert row["slug"].startswith("skill-")
+    assert Path(row["path"]).read_text(encoding="utf-8").endswith(body + "\n")
+    assert "当用户要求回滚发布时使用" in w.run("list").stdout
+    proc = w.run("install", row["slug"], "--platform", "claude-code")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((w.ms / "skill-candidates" / row["slug"] / "meta.json").read_text(encoding="utf-8"))
+    assert meta["title"] == "部署到测试环境"
