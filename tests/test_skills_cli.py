@@ -221,6 +221,12 @@ def test_an_update_is_reported_and_reinstalled(w: World) -> None:
         ),
         (["install", "nope", "--path", "x"], "", 1, "Error: no candidate skill named 'nope'"),
         (
+            ["install", "deploy-to-staging", "--user", "--path", "x"],
+            "",
+            2,
+            "Error: --user needs --platform. Hint: ",
+        ),
+        (
             ["add", "--name", "x", "--description", "d", "--body-file", "-"],
             "  ",
             1,
