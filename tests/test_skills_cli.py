@@ -247,6 +247,22 @@ def test_expected_failures_are_one_error_line(
     assert "Traceback" not in proc.stderr
 
 
+def test_an_unwritable_store_is_one_error_line(w: World) -> None:
+    (w.project / "blocker").write_text("a file, not a folder")
+    proc = w.run(
+        "add", "--name", "x", "--description", "d", "--body-file", "-", stdin="b", MEMSEARCH_DIR="blocker/ms"
+    )
+    assert proc.returncode == 1
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("Error: cannot write the skill candidate x: Not a directory")
+    assert "Hint: check that the folder exists and is writable" in line
+    w.add()
+    proc = w.run("install", "deploy-to-staging", "--path", "blocker/skills")
+    assert proc.returncode == 1
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("Error: cannot install deploy-to-staging: Not a directory")
+
+
 def test_without_git_add_fails_with_one_line_and_reading_still_works(w: World, tmp_path: Path) -> None:
     w.add()
     nogit = tmp_path / "nogit"

@@ -59,6 +59,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             SkillInputError (ValueError)
                 NoInstallTargetError [exit 2]
             SkillNotFoundError (ValueError)
+            SkillWriteError
         SourceFileNotFoundError (FileNotFoundError)
         SourceReadError
         StaleChunkError
@@ -429,3 +430,7 @@ class NoInstallTargetError(SkillInputError):
 
 class SkillNotFoundError(SkillError, ValueError):
     """No candidate by that name (``ValueError``: the original raised one)."""
+
+
+class SkillWriteError(SkillError):
+    """A file of the candidate store or of an install cannot be written (the OS error is named)."""

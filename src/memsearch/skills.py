@@ -48,10 +48,12 @@ from typing import Any
 from memsearch.errors import (
     GitCommandError,
     GitNotFoundError,
+    MemSearchError,
     NoInstallTargetError,
     SkillExistsError,
     SkillInputError,
     SkillNotFoundError,
+    SkillWriteError,
 )
 
 __all__ = [
@@ -375,16 +377,17 @@ def _git(root: Path, *args: str) -> str:
             "install git (e.g. `apt install git` or `brew install git`) and run the command again",
         )
     cmd = [exe, "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", *args]
+    verb = next((a for a in args if not a.startswith("-") and "=" not in a), "command")
     try:
         proc = subprocess.run(
             cmd, cwd=root, env=_git_env(), capture_output=True, text=True, check=False, timeout=60
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitCommandError(f"git {args[0]} failed in {root}: {exc}") from None
+        raise GitCommandError(f"git {verb} failed in {root}: {exc}") from None
     if proc.returncode != 0:
         detail = " ".join((proc.stderr or proc.stdout).split())[:300]
         raise GitCommandError(
-            f"git {args[0]} failed in {root} (exit {proc.returncode}): {detail}",
+            f"git {verb} failed in {root} (exit {proc.returncode}): {detail}",
             f"inspect the store with `git -C {root} status`",
         )
     return proc.stdout
@@ -410,6 +413,20 @@ def _keep_manual_edits(root: Path, before: str) -> None:
     """Commit whatever a person changed in the store by hand, before an automatic change, so the
     automatic one is its own commit and the hand edits are in history, never lost."""
     _commit_all(root, f"Keep manual edits (before: {before.splitlines()[0] if before else ''})")
+
+
+@contextlib.contextmanager
+def _file_errors(what: str) -> Iterator[None]:
+    """A file that cannot be written (a read-only disk, a path through a file) is one error line."""
+    try:
+        yield
+    except MemSearchError:
+        raise
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise SkillWriteError(
+            f"cannot {what}: {exc.strerror or exc}{where}", "check that the folder exists and is writable"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -482,7 +499,7 @@ def write_candidate(
     memsearch_dir = Path(memsearch_dir)
     root = candidates_root(memsearch_dir)
     text = render_skill_md(slug, description, body)
-    with _store_lock(memsearch_dir):
+    with _file_errors(f"write the skill candidate {slug}"), _store_lock(memsearch_dir):
         _ensure_repo(root)
         _keep_manual_edits(root, message)
         skill_dir = root / slug
@@ -563,7 +580,7 @@ def install_candidate(
         )
     memsearch_dir = Path(memsearch_dir)
     root = candidates_root(memsearch_dir)
-    with _store_lock(memsearch_dir):
+    with _file_errors(f"install {name}"), _store_lock(memsearch_dir):
         candidate = read_candidate(memsearch_dir, name)
         data = candidate.path.read_bytes()
         digest = _content_hash(data)
@@ -583,10 +600,6 @@ def install_candidate(
             except FileNotFoundError:
                 plan.append((target, "created"))
                 continue
-            except OSError as exc:
-                raise SkillExistsError(
-                    f"cannot read {target}: {exc.strerror}", "check its permissions"
-                ) from None
             if current == data:
                 plan.append((target, "unchanged"))
             elif _same_version(recorded.get(str(target), ""), current):
