@@ -401,3 +401,21 @@ def test_inherited_git_dir_does_not_redirect_the_store(ms: Path, tmp_path: Path)
     subprocess.run([sys.executable, "-c", script, str(ms)], env=env, check=True, timeout=60)
     assert log(ms) == ["m"]
     assert subprocess.run(["git", "-C", str(outer), "log"], capture_output=True).returncode != 0
+
+
+def test_the_originals_add_and_install_functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # original: test_add_persists_candidate_without_llm, test_install_* (its module-level functions;
+    # five of its tests pass unchanged against this module)
+    project = tmp_path / "repo"
+    project.mkdir()
+    assert skills.add("My Deploy Flow", DESC, BODY, project_dir=project) == "my-deploy-flow"
+    meta = json.loads((project / ".memsearch/skill-candidates/my-deploy-flow/meta.json").read_text())
+    assert meta["status"] == "candidate"
+    installed = skills.install("my-deploy-flow", [".claude/skills"], project_dir=project)
+    assert installed == [str(project / ".claude/skills/my-deploy-flow/SKILL.md")]
+    with pytest.raises(ValueError, match="no install paths"):
+        skills.install("my-deploy-flow", [], project_dir=project)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("MEMSEARCH_DIR", "shared")
+    assert skills.add("other", DESC, BODY) == "other"
+    assert (project / "shared/skill-candidates/other/SKILL.md").is_file()
