@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "memsearch.cli.compact_cmd:summarize",
         "Summarise a transcript from stdin into bullet notes.",
     ),
+    "maintenance": (
+        "memsearch.cli.maintenance_cmd:maintenance",
+        "Keep PROJECT.md, USER.md and skill candidates current from the journals.",
+    ),
     "hook": ("memsearch.cli.hook_cmd:hook", "Run an agent plugin hook (called by the plugins' shims)."),
 }
 #: Commands that work but are left out of ``memsearch --help`` (plumbing for the agent plugins).
