@@ -54,6 +54,13 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ServiceUnavailableError
                 ServiceBusyError
             UnsafeRunDirError
+        SkillError
+            GitCommandError
+            GitNotFoundError
+            SkillExistsError (FileExistsError)
+            SkillInputError (ValueError)
+                NoInstallTargetError [exit 2]
+            SkillNotFoundError (ValueError)
         SourceFileNotFoundError (FileNotFoundError)
         SourceReadError
         StaleChunkError
@@ -403,3 +410,36 @@ class SessionNotApplicableError(TranscriptError, ValueError):
 
 class InvalidBatchSizeError(EmbeddingError, ValueError):
     """``batch_size`` is below 1 (a ``ValueError`` for compatibility)."""
+
+
+# --- Skills from memory (``memsearch skills``, memsearch.skills) -------------------------------------
+
+
+class SkillError(MemSearchError):
+    """The skill candidate store or a skill install failed."""
+
+
+class GitNotFoundError(SkillError):
+    """``git`` is not on PATH; the candidate store is a git repository, so it cannot be written."""
+
+
+class GitCommandError(SkillError):
+    """A git command in the candidate store failed (its stderr is in the message)."""
+
+
+class SkillExistsError(SkillError, FileExistsError):
+    """An install would overwrite a SKILL.md that memsearch did not write (``--force`` replaces it)."""
+
+
+class SkillInputError(SkillError, ValueError):
+    """A skill's name, description or body is missing or too long (``ValueError`` as the original)."""
+
+
+class NoInstallTargetError(SkillInputError):
+    """``skills install`` was given no destination (a usage error, exit 2 as the original)."""
+
+    exit_code = 2
+
+
+class SkillNotFoundError(SkillError, ValueError):
+    """No candidate by that name (``ValueError``: the original raised one)."""
