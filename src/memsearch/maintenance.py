@@ -40,14 +40,14 @@ import shlex
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memsearch.errors import MaintenanceError, MemoryCommandRefusedError, MemSearchError
 
 if TYPE_CHECKING:
-    from memsearch.config import MemSearchConfig, PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
+    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
     from memsearch.hooks.base import HookContext
     from memsearch.llm import LLMSettings
 
@@ -126,7 +126,12 @@ class Outcome:
         return self.action in ("none", "replace", "distilled", "error")
 
     def to_json(self) -> dict[str, Any]:
-        return {"task": self.task, "action": self.action, "reason": self.reason, "changed": list(self.changed)}
+        return {
+            "task": self.task,
+            "action": self.action,
+            "reason": self.reason,
+            "changed": list(self.changed),
+        }
 
     def line(self) -> str:
         detail = f": {self.reason}" if self.reason else ""
@@ -197,7 +202,10 @@ def _current_skills(run: TaskRun) -> str:
 
     blocks = []
     for candidate in skills.list_candidates(run.ctx.memsearch_dir):
-        body = _skill_body(_read_text(candidate.path))
+        try:
+            body = candidate.body().strip()
+        except (OSError, UnicodeDecodeError):
+            body = "(unreadable)"
         if len(body) > 2_000:
             body = body[:2_000] + "\n…[rest left out]"
         blocks.append(
@@ -206,17 +214,9 @@ def _current_skills(run: TaskRun) -> str:
     return "\n\n".join(blocks) or "(none yet)"
 
 
-def _skill_body(text: str) -> str:
-    """A SKILL.md without its front matter."""
-    if text.startswith("---"):
-        end = text.find("\n---", 3)
-        if end != -1:
-            return text[end + 4 :].strip()
-    return text.strip()
-
-
 def _apply_skills(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
     from memsearch import skills
+    from memsearch.errors import SkillInputError
 
     items = answer.get("skills")
     if not isinstance(items, list):
@@ -232,13 +232,17 @@ def _apply_skills(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
         body = str(item.get("body") or "").strip()
         if not (name and description and body):
             continue
-        result = skills.write_candidate(
-            run.ctx.memsearch_dir,
-            name,
-            description,
-            body,
-            message=f"memory_to_skill: {name} from the journals ({run.ctx.platform.name})",
-        )
+        try:
+            result = skills.write_candidate(
+                run.ctx.memsearch_dir,
+                name,
+                description,
+                body,
+                message=f"memory_to_skill: {name} from the journals ({run.ctx.platform.name})",
+            )
+        except SkillInputError as exc:  # one malformed draft does not cost the others
+            reasons.append(f"{name}: skipped ({exc.one_line()})")
+            continue
         if result.action == "created":
             created.append(result.slug)
         elif result.action == "updated":
@@ -246,9 +250,10 @@ def _apply_skills(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
         if item.get("reason"):
             reasons.append(_one_line(str(item["reason"]), 200))
     if not (created or updated):
-        return Outcome(run.task.name, "none", "no new or changed candidate")
+        return Outcome(run.task.name, "none", "; ".join(["no new or changed candidate", *reasons]))
     summary = ", ".join(
-        part for part in (f"{len(created)} new" if created else "", f"{len(updated)} revised" if updated else "")
+        part
+        for part in (f"{len(created)} new" if created else "", f"{len(updated)} revised" if updated else "")
         if part
     )
     return Outcome(run.task.name, "distilled", summary, tuple(created + updated))
@@ -440,7 +445,7 @@ def _tools_note(tools: bool) -> str:
         return " You cannot open those conversations here; rely on the notes."
     return (
         f" You may call the {TOOL_NAME} tool (at most {MAX_TOOL_CALLS} times) with one read command: "
-        '`memsearch transcript <file> [--turn <id>]` to read an original conversation named by an '
+        "`memsearch transcript <file> [--turn <id>]` to read an original conversation named by an "
         "anchor, `memsearch expand <chunk_hash>` to see a memory section in full, or "
         '`memsearch search "<query>"` to find related notes.'
     )
@@ -650,7 +655,12 @@ _JSON_FLAG = _Option(("--json-output", "-j"))
 READ_COMMANDS: dict[str, _ReadCommand] = {
     "search": _ReadCommand((_Option(("--top-k", "-k"), _int_in(1, 20)), _JSON_FLAG), _check_query, True),
     "expand": _ReadCommand(
-        (_Option(("--section",)), _Option(("--no-section",)), _Option(("--lines", "-n"), _int_in(0, 200)), _JSON_FLAG),
+        (
+            _Option(("--section",)),
+            _Option(("--no-section",)),
+            _Option(("--lines", "-n"), _int_in(0, 200)),
+            _JSON_FLAG,
+        ),
         _check_hash,
         True,
     ),
@@ -722,7 +732,9 @@ def validate_memory_command(command: str, scope: MemoryScope) -> list[str]:
             raise MemoryCommandRefusedError(f"{value!r} is not a valid value for {spelling!r}")
         args += [spelling, value]
     if len(positional) != 1:
-        raise MemoryCommandRefusedError(f"`memsearch {name}` takes exactly one argument, got {len(positional)}")
+        raise MemoryCommandRefusedError(
+            f"`memsearch {name}` takes exactly one argument, got {len(positional)}"
+        )
     argument = spec.check_argument(positional[0], scope)
     args += ["--", argument] if name == "search" else [argument]  # a query may start with "-"
     if spec.collection:
@@ -777,7 +789,7 @@ def _command_of(arguments: Any) -> str:
 
 
 _TOOL_DESCRIPTION = (
-    "Run one read-only memsearch command on this project's memory: `memsearch search \"<query>\"`, "
+    'Run one read-only memsearch command on this project\'s memory: `memsearch search "<query>"`, '
     "`memsearch expand <chunk_hash>` or `memsearch transcript <file> [--turn <id>]`."
 )
 _TOOL_PARAMETERS: dict[str, Any] = {
@@ -832,12 +844,15 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool], str]) -> str:
 def _ask_openai(settings: LLMSettings, prompt: str, scope: MemoryScope) -> str:
     """Chat completions with the lookup tool: answer tool calls until the model replies in text."""
     import openai
+    from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
     from memsearch.embeddings.base import CONNECT_TIMEOUT
     from memsearch.embeddings.openai import sdk_errors
     from memsearch.llm import PLACEHOLDER_KEY, _prepare
 
-    _, call = _prepare(prompt, settings.provider, settings.model, settings.base_url, settings.api_key, MODEL_TIMEOUT)
+    _, call = _prepare(
+        prompt, settings.provider, settings.model, settings.base_url, settings.api_key, MODEL_TIMEOUT
+    )
     client = openai.OpenAI(
         api_key=call.api_key or PLACEHOLDER_KEY,
         base_url=call.base_url,
@@ -854,7 +869,7 @@ def _ask_openai(settings: LLMSettings, prompt: str, scope: MemoryScope) -> str:
     messages: list[Any] = [{"role": "user", "content": prompt}]
     try:
         for _ in range(MAX_TOOL_CALLS + 2):
-            choice = "auto" if scope.calls_left > 0 else "none"
+            choice: Literal["auto", "none"] = "auto" if scope.calls_left > 0 else "none"
             with sdk_errors(call.errors, url, call.timeout):
                 response = client.chat.completions.create(
                     model=call.model, messages=messages, tools=tools, tool_choice=choice
@@ -862,7 +877,9 @@ def _ask_openai(settings: LLMSettings, prompt: str, scope: MemoryScope) -> str:
             if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
                 raise call.errors.bad_response(url, "no choices in the answer")
             message = response.choices[0].message
-            calls = [c for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
+            calls = [
+                c for c in (message.tool_calls or []) if isinstance(c, ChatCompletionMessageFunctionToolCall)
+            ]
             if not calls:
                 return message.content or ""
             messages.append(
@@ -892,7 +909,9 @@ def _ask_anthropic(settings: LLMSettings, prompt: str, scope: MemoryScope) -> st
     from memsearch.embeddings.rest import post_json
     from memsearch.llm import ANTHROPIC_MAX_TOKENS, ANTHROPIC_VERSION, _prepare, _versioned
 
-    _, call = _prepare(prompt, settings.provider, settings.model, settings.base_url, settings.api_key, MODEL_TIMEOUT)
+    _, call = _prepare(
+        prompt, settings.provider, settings.model, settings.base_url, settings.api_key, MODEL_TIMEOUT
+    )
     url = f"{_versioned(call.base_url, 'v1')}/messages"
     headers = {"anthropic-version": ANTHROPIC_VERSION}
     if call.api_key:
@@ -957,7 +976,10 @@ def run_tasks(
         if not locked:
             return [Outcome(n, "locked", "another maintenance run is in progress") for n in names]
         state = load_state(ctx.memsearch_dir)
-        outcomes = [_run_one(ctx, TASKS[n], state, force=force, explicit=explicit, ask=ask or ask_model) for n in names]
+        outcomes = [
+            _run_one(ctx, TASKS[n], state, force=force, explicit=explicit, ask=ask or ask_model)
+            for n in names
+        ]
     written = [Path(p) for o in outcomes if o.action == "replace" for p in o.changed]
     if written:
         index_files(ctx, written, log=log)

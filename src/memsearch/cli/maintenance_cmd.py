@@ -75,12 +75,18 @@ def maintenance() -> None:
 
 
 @maintenance.command("run")
-@click.option("--task", "tasks", type=click.Choice(TASK_NAMES), multiple=True, help="Run only this task (repeatable).")
-@click.option("--force", is_flag=True, help="Run even if the journals are unchanged or the interval has not passed.")
+@click.option(
+    "--task", "tasks", type=click.Choice(TASK_NAMES), multiple=True, help="Run only this task (repeatable)."
+)
+@click.option(
+    "--force", is_flag=True, help="Run even if the journals are unchanged or the interval has not passed."
+)
 @_platform_option
 @click.option("--json-output", "-j", is_flag=True, help="Print the outcomes as JSON.")
 @click.option("--hook-worker", is_flag=True, hidden=True, help="Run as the session hook's detached worker.")
-def run(tasks: tuple[str, ...], force: bool, platform: str | None, json_output: bool, hook_worker: bool) -> None:
+def run(
+    tasks: tuple[str, ...], force: bool, platform: str | None, json_output: bool, hook_worker: bool
+) -> None:
     """Run the maintenance tasks that are due (or those named with --task)."""
     from memsearch import maintenance as mt
 
@@ -153,14 +159,18 @@ def status(platform: str | None, json_output: bool) -> None:
     for row in rows:
         state_text = "enabled" if row["enabled"] else "disabled"
         click.echo(f"{row['task']}: {state_text}, provider {row['provider']}, writes {row['output']}")
-        click.echo(f"  last run: {row['last_success_at'] or 'never'} ({row['last_action'] or '-'}); {row['why']}")
+        click.echo(
+            f"  last run: {row['last_success_at'] or 'never'} ({row['last_action'] or '-'}); {row['why']}"
+        )
         if row["last_error"]:
             click.echo(f"  last error: {row['last_error']}")
 
 
 @click.command("distill")
 @_platform_option
-@click.option("--force", is_flag=True, help="Run even if the journals are unchanged or the interval has not passed.")
+@click.option(
+    "--force", is_flag=True, help="Run even if the journals are unchanged or the interval has not passed."
+)
 @click.option("--json-output", "-j", is_flag=True, help="Print the outcome as JSON.")
 def distill(platform: str | None, force: bool, json_output: bool) -> None:
     """Draft skill candidates from repeated work in the journals (the memory_to_skill task, now).
