@@ -601,5 +601,26 @@ def test_an_openai_compatible_provider_gets_the_lookup_tool_too(
     assert proc.stdout == "memory_to_skill: distilled (cut-release): 1 new\n"
     calls = model_api.snapshot()
     assert {c.protocol for c in calls} == {"chat"} and all(c.tools == [mt.TOOL_NAME] for c in calls)
+    # Reasoning models refuse any temperature but their default: none is sent.
+    assert calls[0].body["tool_choice"] == "auto" and "temperature" not in calls[0].body
     results = [m.tool_result or "" for m in calls[-1].messages if m.tool_result is not None]
     assert "cut the release please" in results[0] and results[1].startswith("Error: refused: shell syntax")
+
+
+def test_an_answer_with_an_unknown_action_is_a_recorded_failure(
+    tmp_path: Path,
+    model_api: FakeModelAPI,  # noqa: F811
+    fake_api: FakeEmbeddingServer,  # noqa: F811
+) -> None:
+    project = make_project(tmp_path)
+    home = tmp_path / "home"
+    write_config(home, tmp_path / "milvus.db", fake_api.url, api_tasks(model_api.url))
+    model_api.on(lambda c: task_of(c) == "project_review", json_answer({"action": "maybe", "content": "x"}))
+    proc = memsearch(project, home, "maintenance", "run", "--task", "project_review")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stdout == (
+        "project_review: error: The model answered action 'maybe'; only \"none\" and \"replace\" are "
+        "understood. Hint: A custom prompt file must ask for the same JSON answer as the built-in one.\n"
+    )
+    assert not (project / ".memsearch" / "PROJECT.md").exists()
+    assert state_of(project)["claude-code.project_review"]["last_action"] == "error"

@@ -79,8 +79,11 @@ LOCK_FILE = ".maintenance.lock"
 #: Where detached runs write what they did and what failed (started over once it grows large).
 LOG_FILE = ".maintenance.log"
 LOG_MAX = 1 << 20
-#: The most characters sent to the model in one prompt (template + current state + journals).
+#: The most characters sent to the model in one prompt (template + current state + journals). A host
+#: CLI gets less: OpenCode takes the prompt as one argv element, which Linux caps at 128 KiB (40,000
+#: characters of Chinese text is 120,000 bytes).
 MAX_PROMPT_CHARS = 80_000
+NATIVE_PROMPT_CHARS = 40_000
 #: Journals shown to the model: the newest this many files.
 JOURNAL_FILES = 14
 #: Lookups (``run_memory_command`` calls) one task may make, characters of each result, seconds each.
@@ -451,7 +454,7 @@ def _tools_note(tools: bool) -> str:
     )
 
 
-def build_prompt(run: TaskRun, *, tools: bool) -> str:
+def build_prompt(run: TaskRun, *, tools: bool, limit: int = MAX_PROMPT_CHARS) -> str:
     """The task's prompt: its template (``prompts.<task>`` or the built-in one) with the
     placeholders filled, the current state, then the newest journals within the budget."""
     from memsearch.prompts import load_prompt
@@ -475,7 +478,7 @@ def build_prompt(run: TaskRun, *, tools: bool) -> str:
     if tools and not placed:
         template += "\n" + note.strip() + "\n"
     current = run.task.current(run)
-    budget = MAX_PROMPT_CHARS - len(template) - len(current) - 200
+    budget = limit - len(template) - len(current) - 200
     journals = recent_journals(run.input_dir, max(0, budget))
     return (
         f"{template.rstrip()}\n\n## {run.task.current_title}\n\n{current}\n\n"
@@ -805,10 +808,10 @@ _TOOL_PARAMETERS: dict[str, Any] = {
 HOST_PREAMBLE = "Reply with the JSON object only: no tools, no questions, no text around it.\n\n"
 
 
-def ask_model(run: TaskRun, prompt_for: Callable[[bool], str]) -> str:
+def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
     """The model's raw answer for ``run``: from its API provider (with lookups where the backend
     supports tools) or, for ``native``, from the host's own CLI (no key needed, no lookups).
-    ``prompt_for(tools)`` builds the prompt for whether lookups are offered."""
+    ``prompt_for(tools, limit)`` builds the prompt for whether lookups are offered, within ``limit``."""
     provider = (run.settings.provider or "").strip()
     if provider in ("", "native"):
         summarizer = run.ctx.platform.native_summarizer
@@ -818,7 +821,7 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool], str]) -> str:
                 hint=f"Set plugins.{run.ctx.platform.name}.{run.task.name}.provider to an "
                 "[llm.providers.<name>] entry.",
             )
-        text = summarizer(run.ctx, HOST_PREAMBLE + prompt_for(False))
+        text = summarizer(run.ctx, HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS))
         if text is None:
             raise MaintenanceError(
                 f"The {run.ctx.platform.agent_name} CLI gave no usable answer.",
@@ -833,12 +836,12 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool], str]) -> str:
     kind = backend_type(settings.provider)
     scope = MemoryScope.of(run.ctx, run.input_dir)
     if kind == "openai":
-        return _ask_openai(settings, prompt_for(True), scope)
+        return _ask_openai(settings, prompt_for(True, MAX_PROMPT_CHARS), scope)
     if kind == "anthropic":
-        return _ask_anthropic(settings, prompt_for(True), scope)
+        return _ask_anthropic(settings, prompt_for(True, MAX_PROMPT_CHARS), scope)
     import asyncio
 
-    return asyncio.run(settings.complete(prompt_for(False), timeout=MODEL_TIMEOUT))
+    return asyncio.run(settings.complete(prompt_for(False, MAX_PROMPT_CHARS), timeout=MODEL_TIMEOUT))
 
 
 def _ask_openai(settings: LLMSettings, prompt: str, scope: MemoryScope) -> str:
@@ -954,7 +957,7 @@ def _ask_anthropic(settings: LLMSettings, prompt: str, scope: MemoryScope) -> st
 # --- running ----------------------------------------------------------------------------------
 
 #: Replaces the model step (tests and callers that bring their own model).
-Asker = Callable[[TaskRun, Callable[[bool], str]], str]
+Asker = Callable[[TaskRun, Callable[[bool, int], str]], str]
 
 
 def run_tasks(
@@ -1001,7 +1004,7 @@ def _run_one(
         return Outcome(task.name, "skip", why)
     run = TaskRun(task, ctx, settings, input_dir, output, digest)
     try:
-        raw = ask(run, lambda tools: build_prompt(run, tools=tools))
+        raw = ask(run, lambda tools, limit: build_prompt(run, tools=tools, limit=limit))
         outcome = task.apply(run, parse_answer(raw, task.answer_key))
     except Exception as exc:  # recorded and retried later; a maintenance failure never escapes
         detail = exc.one_line() if isinstance(exc, MemSearchError) else f"{type(exc).__name__}: {exc}"
