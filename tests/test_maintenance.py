@@ -186,6 +186,7 @@ def test_two_weeks_of_journals_give_project_user_and_a_skill_then_nothing_when_u
     assert (memsearch_dir / "USER.md").read_text() == USER_ANSWER["content"] + "\n"
     [candidate] = skills.list_candidates(memsearch_dir)
     assert (candidate.slug, candidate.status) == ("cut-release", "pending")
+    assert (candidate.occurrences, candidate.sources) == (5, ("2026-05-01.md",))
     assert "make release VERSION=<x.y.z>" in candidate.path.read_text()
     log = subprocess.run(
         ["git", "-C", str(memsearch_dir / "skill-candidates"), "log", "--format=%s"],
@@ -596,9 +597,11 @@ def test_an_openai_compatible_provider_gets_the_lookup_tool_too(
         lambda c: task_of(c) == "memory_to_skill",
         skill_answer_after_lookups(project.parent / "transcripts" / "sess-06.jsonl"),
     )
-    proc = memsearch(project, home, "maintenance", "run", "--task", "memory_to_skill")
+    proc = memsearch(project, home, "skills", "distill", "--plugin", "claude-code")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "memory_to_skill: distilled (cut-release): 1 new\n"
+    listed = memsearch(project, home, "skills", "list")
+    assert listed.stdout.startswith("- cut-release [candidate, seen 5x, install ready]"), listed.stdout
     calls = model_api.snapshot()
     assert {c.protocol for c in calls} == {"chat"} and all(c.tools == [mt.TOOL_NAME] for c in calls)
     # Reasoning models refuse any temperature but their default: none is sent.
@@ -619,7 +622,7 @@ def test_an_answer_with_an_unknown_action_is_a_recorded_failure(
     proc = memsearch(project, home, "maintenance", "run", "--task", "project_review")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stdout == (
-        "project_review: error: The model answered action 'maybe'; only \"none\" and \"replace\" are "
+        'project_review: error: The model answered action \'maybe\'; only "none" and "replace" are '
         "understood. Hint: A custom prompt file must ask for the same JSON answer as the built-in one.\n"
     )
     assert not (project / ".memsearch" / "PROJECT.md").exists()

@@ -176,18 +176,59 @@ def test_a_hand_written_candidate_without_meta_is_listed(ms: Path) -> None:
     )
 
 
+def test_a_store_the_original_installed_from_reads_right(ms: Path, tmp_path: Path) -> None:
+    # original: test_installed_candidate_with_legacy_meta_is_pending; its meta.json records git blob
+    # ids ("gitblob:<sha1>") and one installed_paths list.
+    skills.write_candidate(ms, "deploy", DESC, BODY, message="m")
+    folder = ms / "skill-candidates" / "deploy"
+    data = (folder / "SKILL.md").read_bytes()
+    blob = (
+        subprocess.run(["git", "hash-object", "--stdin"], input=data, capture_output=True, check=True)
+        .stdout.decode()
+        .strip()
+    )
+    installed = tmp_path / "skills" / "deploy" / "SKILL.md"
+    installed.parent.mkdir(parents=True)
+    installed.write_bytes(data)
+    meta = {"name": "deploy", "status": "installed", "installed_hash": f"gitblob:{blob}"}
+    (folder / "meta.json").write_text(json.dumps({**meta, "installed_paths": [str(installed)]}))
+    c = skills.read_candidate(ms, "deploy")
+    assert c.status == "installed" and c.installed_paths == [str(installed)]
+    assert [s.state for s in skills.install_states(c)] == ["current"]
+    # The candidate evolves: the original's install is recognised as ours to update.
+    skills.write_candidate(ms, "deploy", DESC, BODY + "\n3. more", message="m2")
+    assert skills.read_candidate(ms, "deploy").status == "changed"
+    assert [r.action for r in skills.install_candidate(ms, "deploy", [tmp_path / "skills"])] == ["updated"]
+    # Installed by the original with no hash at all: the version out there is unknown.
+    (folder / "meta.json").write_text(
+        json.dumps({"status": "installed", "installed_paths": [str(installed)]})
+    )
+    assert skills.read_candidate(ms, "deploy").status == "changed"
+
+
+def test_occurrences_and_sources_are_kept(ms: Path) -> None:
+    skills.write_candidate(ms, "x", DESC, BODY, message="m", occurrences=3, sources=["2026-06-12.md"])
+    skills.write_candidate(
+        ms, "x", DESC, BODY + "\nmore", message="m", occurrences=2, sources=["2026-06-13.md"]
+    )
+    c = skills.read_candidate(ms, "x")
+    assert c.occurrences == 3 and c.sources == ("2026-06-12.md", "2026-06-13.md")
+    assert c.to_dict()["pending_reason"] == "new"
+
+
 def test_hint_counts_new_and_changed_candidates(ms: Path, tmp_path: Path) -> None:
     # original: test_candidate_review_summary_counts_pending_versions (format_candidate_hint)
     assert skills.candidates_hint(ms) == ""
     skills.write_candidate(ms, "one", DESC, BODY, message="m")
-    assert skills.candidates_hint(ms).startswith("SKILLS: 1 skill candidate from memory to review (1 new)")
+    assert skills.candidates_hint(ms) == (
+        "SKILLS: 1 candidate skill version(s) pending install - "
+        "run the memory-to-skill skill to review and install."
+    )
     skills.install_candidate(ms, "one", [tmp_path / "dest"])
     assert skills.candidates_hint(ms) == ""
     skills.write_candidate(ms, "one", DESC, BODY + "\nmore", message="m")
     skills.write_candidate(ms, "two", DESC, BODY, message="m")
-    assert skills.candidates_hint(ms).startswith(
-        "SKILLS: 2 skill candidates from memory to review (1 new, 1 updated)"
-    )
+    assert skills.candidates_hint(ms).startswith("SKILLS: 2 candidate skill version(s) pending install")
 
 
 def test_hint_survives_a_damaged_store(ms: Path) -> None:
@@ -195,9 +236,9 @@ def test_hint_survives_a_damaged_store(ms: Path) -> None:
     (root / "broken").mkdir(parents=True)
     (root / "broken" / "SKILL.md").write_bytes(b"\xff\xfe not utf-8 ---")
     (root / "broken" / "meta.json").write_text("{not json")
-    assert "1 new" in skills.candidates_hint(ms)
+    assert "SKILLS: 1 candidate" in skills.candidates_hint(ms)
     (root / "broken" / "meta.json").write_text("[]")
-    assert "1 new" in skills.candidates_hint(ms)
+    assert "SKILLS: 1 candidate" in skills.candidates_hint(ms)
 
 
 def test_install_copies_and_records_one_commit(ms: Path, tmp_path: Path) -> None:

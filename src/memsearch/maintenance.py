@@ -242,6 +242,10 @@ def _apply_skills(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
                 description,
                 body,
                 message=f"memory_to_skill: {name} from the journals ({run.ctx.platform.name})",
+                occurrences=_count(item.get("occurrences")),
+                sources=[str(x)[:200] for x in item.get("sources") or [] if isinstance(x, str)][:50]
+                if isinstance(item.get("sources"), list)
+                else [],
             )
         except SkillInputError as exc:  # one malformed draft does not cost the others
             reasons.append(f"{name}: skipped ({exc.one_line()})")
@@ -1160,6 +1164,11 @@ def _write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _count(value: Any) -> int | None:
+    """A model's ``occurrences``: a positive int, or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -120,6 +120,9 @@ class Candidate:
     installs: tuple[tuple[str, str], ...] = ()
     created_at: str = ""
     updated_at: str = ""
+    #: How often the distiller saw the workflow, and the journals it saw it in (when it said so).
+    occurrences: int | None = None
+    sources: tuple[str, ...] = ()
 
     @property
     def installed_paths(self) -> list[str]:
@@ -137,6 +140,9 @@ class Candidate:
             "path": str(self.path),
             "status": self.status,
             "pending_install": self.status != "installed",
+            "pending_reason": {"pending": "new", "changed": "updated"}.get(self.status),
+            "occurrences": self.occurrences,
+            "sources": list(self.sources),
             "content_hash": self.content_hash,
             "installed_hash": self.installed_hash,
             "installed_paths": self.installed_paths,
@@ -228,11 +234,13 @@ def _content_hash(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _file_hash(path: Path) -> str:
-    try:
-        return _content_hash(path.read_bytes())
-    except OSError:
-        return ""
+def _same_version(recorded: str, data: bytes) -> bool:
+    """Whether ``data`` is the version a recorded hash names: ours (``sha256:``) or the original
+    memsearch's (``gitblob:``, git's blob id), so a store the original installed from reads right."""
+    if recorded.startswith("gitblob:"):
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+        return recorded == f"gitblob:{blob}"
+    return bool(recorded) and recorded == _content_hash(data)
 
 
 def _now() -> str:
@@ -252,15 +260,23 @@ def _read_meta(skill_dir: Path) -> dict[str, Any]:
 
 def _installs(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     raw = meta.get("installs")
-    if not isinstance(raw, dict):
-        return ()
-    return tuple(sorted((str(path), str(digest)) for path, digest in raw.items()))
+    if isinstance(raw, dict):
+        return tuple(sorted((str(path), str(digest)) for path, digest in raw.items()))
+    legacy = meta.get("installed_paths")  # the original's meta.json: paths, one hash for all
+    if isinstance(legacy, list):
+        digest = str(meta.get("installed_hash") or "")
+        return tuple(sorted((str(path), digest) for path in legacy))
+    return ()
 
 
-def _status(content_hash: str, installed_hash: str) -> str:
-    if not installed_hash:
-        return "pending"
-    return "installed" if installed_hash == content_hash else "changed"
+def _status(meta: Mapping[str, Any], data: bytes) -> str:
+    installed_hash = str(meta.get("installed_hash") or "")
+    if installed_hash:
+        return "installed" if _same_version(installed_hash, data) else "changed"
+    # Installed by an older tool that kept no hash: which version is out there is unknown.
+    if meta.get("status") == "installed" or meta.get("installed_paths"):
+        return "changed"
+    return "pending"
 
 
 def _candidate(skill_dir: Path) -> Candidate | None:
@@ -271,19 +287,23 @@ def _candidate(skill_dir: Path) -> Candidate | None:
         return None
     fields, _body = split_front_matter(data.decode("utf-8", errors="replace"))
     meta = _read_meta(skill_dir)
-    content_hash = _content_hash(data)
-    installed_hash = str(meta.get("installed_hash") or "")
+    occurrences = meta.get("occurrences")
+    sources = meta.get("sources")
     return Candidate(
         slug=skill_dir.name,
         name=fields.get("name") or skill_dir.name,
         description=fields.get("description", ""),
         path=path,
-        status=_status(content_hash, installed_hash),
-        content_hash=content_hash,
-        installed_hash=installed_hash,
+        status=_status(meta, data),
+        content_hash=_content_hash(data),
+        installed_hash=str(meta.get("installed_hash") or ""),
         installs=_installs(meta),
         created_at=str(meta.get("created_at") or ""),
         updated_at=str(meta.get("updated_at") or ""),
+        occurrences=occurrences
+        if isinstance(occurrences, int) and not isinstance(occurrences, bool)
+        else None,
+        sources=tuple(str(x) for x in sources) if isinstance(sources, list) else (),
     )
 
 
@@ -322,14 +342,10 @@ def candidates_hint(memsearch_dir: Path) -> str:
         return ""
     if not waiting:
         return ""
-    new = sum(c.status == "pending" for c in waiting)
-    changed = len(waiting) - new
-    parts = [f"{new} new" if new else "", f"{changed} updated" if changed else ""]
-    detail = ", ".join(p for p in parts if p)
-    noun = "candidate" if len(waiting) == 1 else "candidates"
+    # The original's wording, so anything that looks for it still finds it.
     return (
-        f"SKILLS: {len(waiting)} skill {noun} from memory to review ({detail}) - "
-        "use the memory-to-skill skill, or `memsearch skills list`"
+        f"SKILLS: {len(waiting)} candidate skill version(s) pending install - "
+        "run the memory-to-skill skill to review and install."
     )
 
 
@@ -447,11 +463,20 @@ def _clean_inputs(name: str, description: str, body: str) -> tuple[str, str, str
 
 
 def write_candidate(
-    memsearch_dir: Path, name: str, description: str, body: str, *, message: str
+    memsearch_dir: Path,
+    name: str,
+    description: str,
+    body: str,
+    *,
+    message: str,
+    occurrences: int | None = None,
+    sources: Sequence[str] = (),
 ) -> WriteResult:
     """Create or update the candidate for ``name``: ``<slug>/SKILL.md`` with front matter, one git
     commit with ``message`` (the repository is made on first use). Identical content is
-    ``unchanged`` and makes no commit. Hand edits in the store are committed first, on their own."""
+    ``unchanged`` and makes no commit. Hand edits in the store are committed first, on their own.
+    ``occurrences``/``sources`` (what the distiller saw) go to ``meta.json``: the highest count
+    seen, and every journal named so far."""
     slug, description, body = _clean_inputs(name, description, body)
     memsearch_dir = Path(memsearch_dir)
     root = candidates_root(memsearch_dir)
@@ -471,6 +496,11 @@ def write_candidate(
         meta["updated_at"] = now
         if name.strip() != slug:
             meta.setdefault("title", name.strip())
+        if occurrences is not None:
+            meta["occurrences"] = max(occurrences, int(meta.get("occurrences") or 0))
+        if sources:
+            known = meta.get("sources") if isinstance(meta.get("sources"), list) else []
+            meta["sources"] = sorted({*map(str, known), *sources})
         _write_text(path, text)
         _write_meta(skill_dir, meta)
         commit = _commit_all(root, message)
@@ -543,12 +573,18 @@ def install_candidate(
                 raise SkillExistsError(
                     f"{target} exists and is not a file", "move it away, then install again"
                 )
-            current = _file_hash(target) if target.exists() else ""
-            if not current:
+            try:
+                current = target.read_bytes()
+            except FileNotFoundError:
                 plan.append((target, "created"))
-            elif current == digest:
+                continue
+            except OSError as exc:
+                raise SkillExistsError(
+                    f"cannot read {target}: {exc.strerror}", "check its permissions"
+                ) from None
+            if current == data:
                 plan.append((target, "unchanged"))
-            elif recorded.get(str(target)) == current:
+            elif _same_version(recorded.get(str(target), ""), current):
                 plan.append((target, "updated"))
             else:
                 foreign.append(target)
@@ -602,7 +638,10 @@ def install_states(candidate: Candidate) -> list[InstallState]:
     """Check each place the candidate was installed to (files only)."""
     out: list[InstallState] = []
     for path, digest in candidate.installs:
-        now = _file_hash(Path(path))
-        state = "missing" if not now else "current" if now == digest else "edited"
-        out.append(InstallState(path, state))
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            out.append(InstallState(path, "missing"))
+            continue
+        out.append(InstallState(path, "current" if _same_version(digest, data) else "edited"))
     return out

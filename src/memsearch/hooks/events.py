@@ -163,7 +163,9 @@ def session_start(ctx: HookContext) -> Reply:
             f"{status} | ERROR: {key} not set — memory search disabled | Tip: switch to free local "
             "embedding: memsearch config set embedding.provider onnx && memsearch index --force"
         )
-    notes = [n for n in (index_warning(ctx), _start_background(ctx)) if n]
+    from memsearch.skills import candidates_hint
+
+    notes = [n for n in (index_warning(ctx), _start_background(ctx), candidates_hint(ctx.memsearch_dir)) if n]
     context = journal.recent_memory(ctx.memory_dir, files=RECENT_FILES, max_lines=RECENT_LINES)
     if context and "prompt-submit" not in ctx.platform.events:
         # A host with a prompt hook gets the hint with the prompt (once per turn), not here too.
