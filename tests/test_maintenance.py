@@ -627,3 +627,53 @@ def test_an_answer_with_an_unknown_action_is_a_recorded_failure(
     )
     assert not (project / ".memsearch" / "PROJECT.md").exists()
     assert state_of(project)["claude-code.project_review"]["last_action"] == "error"
+
+
+def test_distill_by_hand_with_a_custom_prompt_input_dir_and_a_revision(
+    tmp_path: Path,
+    model_api: FakeModelAPI,  # noqa: F811
+    fake_api: FakeEmbeddingServer,  # noqa: F811
+) -> None:
+    project = make_project(tmp_path)
+    (project / ".memsearch" / "memory").rename(project / "notes")
+    prompt = tmp_path / "my-skill-prompt.txt"
+    prompt.write_text(
+        "CUSTOM DISTILLER for {{AGENT_NAME}}, at least {{MIN_OCCURRENCES}} times.{{TOOLS_NOTE}}\n"
+    )
+    home = tmp_path / "home"
+    write_config(
+        home,
+        tmp_path / "milvus.db",
+        fake_api.url,
+        f'[prompts]\nmemory_to_skill = "{prompt}"\n\n'
+        f'[llm.providers.fake]\ntype = "anthropic"\nbase_url = "{model_api.url}"\napi_key = "k"\n\n'
+        '[plugins.claude-code.memory_to_skill]\nenabled = false\nprovider = "fake"\ninput_dir = "notes"\n'
+        "min_occurrences = 4\n",
+    )
+    incomplete = [{"name": "no-body", "description": "d", "body": ""}, "junk", {"description": "no name"}]
+    model_api.on(
+        lambda c: "CUSTOM DISTILLER" in c.user_text,
+        json_answer({"skills": [*incomplete, *SKILL_ANSWER["skills"]]}),
+    )
+
+    # Background runs skip a disabled task; asking for it by hand runs it.
+    assert (
+        memsearch(project, home, "maintenance", "run").stdout.splitlines()[-1] == "memory_to_skill: disabled"
+    )
+    proc = memsearch(project, home, "skills", "distill")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "memory_to_skill: distilled (cut-release): 1 new\n"  # incomplete drafts dropped
+    assert model_api.saw(
+        "CUSTOM DISTILLER for Claude Code, at least 4 times. You may call the run_memory_command"
+    )
+    assert model_api.saw("journal: 2026-05-14.md")  # read from the configured input_dir
+    assert [c.slug for c in skills.list_candidates(project / ".memsearch")] == ["cut-release"]
+
+    # Unchanged journals: skipped; forced: the model sees the candidate's current body to revise it.
+    assert memsearch(project, home, "skills", "distill").stdout == (
+        "memory_to_skill: skip: journals unchanged since the last run\n"
+    )
+    forced = memsearch(project, home, "skills", "distill", "--force")
+    assert forced.stdout == "memory_to_skill: none: no new or changed candidate\n"
+    last = model_api.snapshot()[-1].user_text
+    assert "### cut-release (pending)" in last and "2. Run `make release VERSION=<x.y.z>`." in last

@@ -226,7 +226,7 @@ def _apply_skills(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
         raise MaintenanceError('The model\'s answer has no "skills" list.')
     created: list[str] = []
     updated: list[str] = []
-    reasons: list[str] = []
+    skipped: list[str] = []
     for item in items[:MAX_SKILLS]:
         if not isinstance(item, dict):
             continue
@@ -248,16 +248,14 @@ def _apply_skills(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
                 else [],
             )
         except SkillInputError as exc:  # one malformed draft does not cost the others
-            reasons.append(f"{name}: skipped ({exc.one_line()})")
+            skipped.append(f"{name}: skipped ({exc.one_line()})")
             continue
         if result.action == "created":
             created.append(result.slug)
         elif result.action == "updated":
             updated.append(result.slug)
-        if item.get("reason"):
-            reasons.append(_one_line(str(item["reason"]), 200))
     if not (created or updated):
-        return Outcome(run.task.name, "none", "; ".join(["no new or changed candidate", *reasons]))
+        return Outcome(run.task.name, "none", "; ".join(["no new or changed candidate", *skipped]))
     summary = ", ".join(
         part
         for part in (f"{len(created)} new" if created else "", f"{len(updated)} revised" if updated else "")
