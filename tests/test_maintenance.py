@@ -311,6 +311,7 @@ def native_setup(tmp_path: Path, fake_api_url: str) -> tuple[Path, Path, dict[st
         tmp_path / "milvus.db",
         fake_api_url,
         "[plugins.claude-code.project_review]\nenabled = true\nmin_interval_hours = 0\n"
+        'model = "review-model"\n'
         "[plugins.claude-code.user_profile]\nenabled = true\nmin_interval_hours = 0\n",
     )
     bin_dir = tmp_path / "bin"
@@ -371,6 +372,11 @@ def test_a_failing_model_is_recorded_retried_and_never_fails_the_hook(
     assert "last_success_at" not in entry and not (project / ".memsearch" / "PROJECT.md").exists()
     calls = [json.loads(line) for line in (tmp_path / "claude.jsonl").read_text().splitlines()]
     assert {c["disable"] for c in calls} == {"1"} and all(c["cwd"] != str(project) for c in calls)
+    # The task's model reaches the host CLI; the other task keeps the summariser's.
+    models = {
+        ("You keep PROJECT.md" in c["prompt"], c["argv"][c["argv"].index("--model") + 1]) for c in calls
+    }
+    assert models == {(True, "review-model"), (False, "haiku")}
 
     # The model recovers: the next session start retries (same journals) and succeeds.
     (tmp_path / "fail").unlink()

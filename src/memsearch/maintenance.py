@@ -330,6 +330,21 @@ def input_digest(input_dir: Path) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
+def input_stamp(input_dir: Path) -> str:
+    """A cheap fingerprint of the journals (names, sizes, modification times; no reading): when it
+    equals the one recorded at the last success, the journals are untouched and the hook need not
+    hash them."""
+    digest = hashlib.sha256()
+    if input_dir.is_dir():
+        for path in sorted(input_dir.rglob("*.md")):
+            with contextlib.suppress(OSError):
+                st = path.stat()
+                digest.update(
+                    f"{path.relative_to(input_dir).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode()
+                )
+    return f"stat:{digest.hexdigest()}"
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -823,7 +838,9 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
                 hint=f"Set plugins.{run.ctx.platform.name}.{run.task.name}.provider to an "
                 "[llm.providers.<name>] entry.",
             )
-        text = summarizer(run.ctx, HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS))
+        text = summarizer(
+            _with_model(run.ctx, run.settings.model), HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS)
+        )
         if text is None:
             raise MaintenanceError(
                 f"The {run.ctx.platform.agent_name} CLI gave no usable answer.",
@@ -844,6 +861,19 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
     import asyncio
 
     return asyncio.run(settings.complete(prompt_for(False, MAX_PROMPT_CHARS), timeout=MODEL_TIMEOUT))
+
+
+def _with_model(ctx: HookContext, model: str) -> HookContext:
+    """``ctx`` with the task's model where the host summariser reads its model (the summarize
+    setting), so ``<task>.model`` also picks the host CLI's model."""
+    if not model:
+        return ctx
+    import copy
+    import dataclasses
+
+    cfg = copy.deepcopy(ctx.config)
+    cfg.plugins.platform(ctx.platform.name).summarize.model = model
+    return dataclasses.replace(ctx, _config=cfg)
 
 
 def _ask_openai(settings: LLMSettings, prompt: str, scope: MemoryScope) -> str:
@@ -1004,6 +1034,7 @@ def _run_one(
     due, why = check_due(settings, entry, digest, force=force)
     if not due:
         return Outcome(task.name, "skip", why)
+    stamp = input_stamp(input_dir)
     run = TaskRun(task, ctx, settings, input_dir, output, digest)
     try:
         raw = ask(run, lambda tools, limit: build_prompt(run, tools=tools, limit=limit))
@@ -1027,6 +1058,7 @@ def _run_one(
         "last_checked_at": now,
         "last_success_at": now,
         "last_input_digest": digest,
+        "last_input_stamp": stamp,
         "last_action": outcome.action,
         "output_file": str(output),
     }
@@ -1081,6 +1113,8 @@ def due_tasks(ctx: HookContext) -> list[str]:
         if not check_due(settings, entry, None)[0]:
             continue  # the interval has not passed: no need to read the journals
         input_dir, _ = task_paths(ctx, task, settings)
+        if entry.get("last_action") != "error" and entry.get("last_input_stamp") == input_stamp(input_dir):
+            continue  # the journals are untouched since the last success: no need to hash them
         if check_due(settings, entry, input_digest(input_dir))[0]:
             names.append(task.name)
     return names
