@@ -683,3 +683,18 @@ def test_distill_by_hand_with_a_custom_prompt_input_dir_and_a_revision(
     assert forced.stdout == "memory_to_skill: none: no new or changed candidate\n"
     last = model_api.snapshot()[-1].user_text
     assert "### cut-release (pending)" in last and "2. Run `make release VERSION=<x.y.z>`." in last
+
+
+def test_with_nothing_enabled_a_run_reports_disabled_and_writes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    home = tmp_path / "home"
+    (home / ".memsearch").mkdir(parents=True)
+    proc = memsearch(project, home, "maintenance", "run")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"{t}: disabled" for t in mt.TASKS]
+    assert list(project.iterdir()) == []
+    status = json.loads(memsearch(project, home, "maintenance", "status", "-j").stdout)
+    assert [(t["task"], t["enabled"], t["due"]) for t in status["tasks"]] == [
+        (t, False, False) for t in mt.TASKS
+    ]

@@ -1007,6 +1007,8 @@ def run_tasks(
     the interval and the digest. Files written are indexed afterwards, like a journal.
     """
     names = [n for n in TASKS if only is None or n in only]
+    if not explicit and not any(task_settings(ctx, n).enabled for n in names):
+        return [Outcome(n, "disabled") for n in names]  # nothing to do: touch no file
     with run_lock(ctx.memsearch_dir) as locked:
         if not locked:
             return [Outcome(n, "locked", "another maintenance run is in progress") for n in names]
