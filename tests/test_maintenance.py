@@ -15,11 +15,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api  # noqa: F401  (fixture)
-from fake_servers import FakeEmbeddingServer, fake_api  # noqa: F401  (fixture)
+from fake_servers import FakeEmbeddingServer, JsonHandler, fake_api, serving  # noqa: F401  (fixture)
 from memsearch import maintenance as mt
 from memsearch import skills
 from memsearch.errors import MaintenanceError, MemoryCommandRefusedError
@@ -698,3 +699,57 @@ def test_with_nothing_enabled_a_run_reports_disabled_and_writes_nothing(tmp_path
     assert [(t["task"], t["enabled"], t["due"]) for t in status["tasks"]] == [
         (t, False, False) for t in mt.TASKS
     ]
+
+
+class FakeGemini:
+    """A tiny ``generateContent`` endpoint on 127.0.0.1: asks for one lookup, then answers."""
+
+    def __init__(self, transcript: Path) -> None:
+        self.transcript = transcript
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+
+    def handler(self) -> type[JsonHandler]:
+        fake = self
+
+        class Handler(JsonHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                fake.requests.append((self.path, body))
+                responses = [p for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
+                if not responses:
+                    command = f"memsearch transcript {fake.transcript}"
+                    part: dict[str, Any] = {
+                        "functionCall": {"name": mt.TOOL_NAME, "args": {"command": command}},
+                        "thoughtSignature": "sig-1",
+                    }
+                else:
+                    part = {"text": json.dumps(SKILL_ANSWER)}
+                answer = {
+                    "candidates": [
+                        {"content": {"role": "model", "parts": [{"text": "hm", "thought": True}, part]}}
+                    ]
+                }
+                self._send(200, json.dumps(answer).encode())
+
+        return Handler
+
+
+def test_a_gemini_provider_gets_the_lookup_tool_too(
+    tmp_path: Path,
+    fake_api: FakeEmbeddingServer,  # noqa: F811
+) -> None:
+    project = make_project(tmp_path)
+    home = tmp_path / "home"
+    gemini = FakeGemini(project.parent / "transcripts" / "sess-09.jsonl")
+    with serving(gemini.handler(), "fake-gemini") as url:
+        config = api_tasks(url).replace('type = "anthropic"', 'type = "gemini"')
+        write_config(home, tmp_path / "milvus.db", fake_api.url, config)
+        proc = memsearch(project, home, "skills", "distill")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "memory_to_skill: distilled (cut-release): 1 new\n"
+    (path, first), (_, second) = gemini.requests
+    assert path == "/v1beta/models/fake-model:generateContent"
+    assert first["tools"][0]["functionDeclarations"][0]["name"] == mt.TOOL_NAME
+    model_turn, tool_turn = second["contents"][1:]
+    assert model_turn["parts"][1]["thoughtSignature"] == "sig-1"  # sent back as given
+    assert "cut the release please" in tool_turn["parts"][0]["functionResponse"]["response"]["output"]

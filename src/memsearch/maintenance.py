@@ -826,8 +826,8 @@ HOST_PREAMBLE = "Reply with the JSON object only: no tools, no questions, no tex
 
 
 def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
-    """The model's raw answer for ``run``: from its API provider (with lookups where the backend
-    supports tools) or, for ``native``, from the host's own CLI (no key needed, no lookups).
+    """The model's raw answer for ``run``: from its API provider (OpenAI, Anthropic or Gemini, each
+    with the lookup tool) or, for ``native``, from the host's own CLI (no key needed, no lookups).
     ``prompt_for(tools, limit)`` builds the prompt for whether lookups are offered, within ``limit``."""
     provider = (run.settings.provider or "").strip()
     if provider in ("", "native"):
@@ -858,9 +858,7 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
         return _ask_openai(settings, prompt_for(True, MAX_PROMPT_CHARS), scope)
     if kind == "anthropic":
         return _ask_anthropic(settings, prompt_for(True, MAX_PROMPT_CHARS), scope)
-    import asyncio
-
-    return asyncio.run(settings.complete(prompt_for(False, MAX_PROMPT_CHARS), timeout=MODEL_TIMEOUT))
+    return _ask_gemini(settings, prompt_for(True, MAX_PROMPT_CHARS), scope)
 
 
 def _with_model(ctx: HookContext, model: str) -> HookContext:
@@ -980,6 +978,60 @@ def _ask_anthropic(settings: LLMSettings, prompt: str, scope: MemoryScope) -> st
                         "content": run_memory_command(_command_of(b.get("input")), scope),
                     }
                     for b in uses
+                ],
+            }
+        )
+    raise MaintenanceError("The model kept asking for lookups and never answered.")
+
+
+def _ask_gemini(settings: LLMSettings, prompt: str, scope: MemoryScope) -> str:
+    """``generateContent`` with the lookup tool as a function declaration, one JSON POST per round.
+    The model's turns are sent back as it gave them (thought signatures included)."""
+    from memsearch.embeddings.rest import post_json
+    from memsearch.llm import _prepare, _versioned
+
+    _, call = _prepare(
+        prompt, settings.provider, settings.model, settings.base_url, settings.api_key, MODEL_TIMEOUT
+    )
+    url = f"{_versioned(call.base_url, 'v1beta')}/models/{call.model.removeprefix('models/')}:generateContent"
+    headers = {"x-goog-api-key": call.api_key} if call.api_key else {}
+    declaration = {
+        "name": TOOL_NAME,
+        "description": _TOOL_DESCRIPTION,
+        "parameters": {
+            "type": "OBJECT",
+            "properties": {"command": {"type": "STRING", "description": "The memsearch command line."}},
+            "required": ["command"],
+        },
+    }
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": prompt}]}]
+    for _ in range(MAX_TOOL_CALLS + 2):
+        body = {
+            "contents": contents,
+            "tools": [{"functionDeclarations": [declaration]}],
+            "toolConfig": {"functionCallingConfig": {"mode": "AUTO" if scope.calls_left > 0 else "NONE"}},
+        }
+        payload = post_json(url, body, headers=headers, errors=call.errors, timeout=call.timeout)
+        candidates = payload.get("candidates") if isinstance(payload, dict) else None
+        content = candidates[0].get("content") if isinstance(candidates, list) and candidates else None
+        if not isinstance(content, dict):
+            raise call.errors.bad_response(url, "no candidate content in the answer")
+        parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+        uses = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), dict)]
+        if not uses:
+            return "".join(str(p.get("text", "")) for p in parts if not p.get("thought"))
+        contents.append({"role": "model", "parts": parts})
+        contents.append(
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "name": str(use.get("name", TOOL_NAME)),
+                            "response": {"output": run_memory_command(_command_of(use.get("args")), scope)},
+                        }
+                    }
+                    for use in uses
                 ],
             }
         )
