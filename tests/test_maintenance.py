@@ -373,11 +373,11 @@ def test_a_failing_model_is_recorded_retried_and_never_fails_the_hook(
     assert "last_success_at" not in entry and not (project / ".memsearch" / "PROJECT.md").exists()
     calls = [json.loads(line) for line in (tmp_path / "claude.jsonl").read_text().splitlines()]
     assert {c["disable"] for c in calls} == {"1"} and all(c["cwd"] != str(project) for c in calls)
-    # The task's model reaches the host CLI; the other task keeps the summariser's.
+    # The task's model reaches the host CLI; a task without one gets Claude Code's sonnet.
     models = {
         ("You keep PROJECT.md" in c["prompt"], c["argv"][c["argv"].index("--model") + 1]) for c in calls
     }
-    assert models == {(True, "review-model"), (False, "haiku")}
+    assert models == {(True, "review-model"), (False, "sonnet")}
 
     # The model recovers: the next session start retries (same journals) and succeeds.
     (tmp_path / "fail").unlink()

@@ -103,6 +103,9 @@ RETRY_AFTER_HOURS = 1.0
 CONTEXT_CHARS = 2_000
 #: Seconds an API model may take for one answer.
 MODEL_TIMEOUT = 300.0
+#: The host CLI's model for a task that names none, where it should differ from the summariser's
+#: (rewriting PROJECT.md is worth a stronger model than a turn summary; the original's choice).
+NATIVE_MODELS: dict[str, str] = {"claude-code": "sonnet"}
 #: The name of the lookup tool offered to API models.
 TOOL_NAME = "run_memory_command"
 
@@ -839,7 +842,8 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
                 "[llm.providers.<name>] entry.",
             )
         text = summarizer(
-            _with_model(run.ctx, run.settings.model), HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS)
+            _with_model(run.ctx, run.settings.model or NATIVE_MODELS.get(run.ctx.platform.name, "")),
+            HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS),
         )
         if text is None:
             raise MaintenanceError(
