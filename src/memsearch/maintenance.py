@@ -246,9 +246,7 @@ def _apply_skills(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
                 body,
                 message=f"memory_to_skill: {name} from the journals ({run.ctx.platform.name})",
                 occurrences=_count(item.get("occurrences")),
-                sources=[str(x)[:200] for x in item.get("sources") or [] if isinstance(x, str)][:50]
-                if isinstance(item.get("sources"), list)
-                else [],
+                sources=_sources(item.get("sources")),
             )
         except SkillInputError as exc:  # one malformed draft does not cost the others
             skipped.append(f"{name}: skipped ({exc.one_line()})")
@@ -1259,6 +1257,11 @@ def _write_atomic(path: Path, text: str) -> None:
 def _count(value: Any) -> int | None:
     """A model's ``occurrences``: a positive int, or None for anything else."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _sources(value: Any) -> list[str]:
+    """A model's ``sources``: up to 50 journal names, each at most 200 characters."""
+    return [x[:200] for x in value if isinstance(x, str)][:50] if isinstance(value, list) else []
 
 
 def _one_line(text: str, limit: int) -> str:
