@@ -168,11 +168,11 @@ def test_a_hand_written_candidate_without_meta_is_listed(ms: Path) -> None:
     (folder / "SKILL.md").write_text("---\nname: legacy\ndescription: Old one.\n---\n\n## Legacy\n")
     (folder.parent / "not-a-skill").mkdir()
     (c,) = skills.list_candidates(ms)
-    assert (c.slug, c.description, c.status, c.content_hash[:7]) == (
+    assert (c.slug, c.description, c.status, c.content_hash[:8]) == (
         "legacy",
         "Old one.",
         "pending",
-        "sha256:",
+        "gitblob:",
     )
 
 
@@ -254,7 +254,7 @@ def test_install_copies_and_records_one_commit(ms: Path, tmp_path: Path) -> None
     assert (a / "run-tests" / "SKILL.md").read_bytes() == source
     assert log(ms)[0] == "Install run-tests -> 2 folder(s)"
     meta = json.loads((ms / "skill-candidates" / "run-tests" / "meta.json").read_text())
-    assert meta["installed_at"] and meta["installed_hash"].startswith("sha256:")
+    assert meta["installed_at"] and meta["installed_hash"].startswith("gitblob:")
     again = skills.install_candidate(ms, "run-tests", [a])
     assert [r.action for r in again] == ["unchanged"]
 

@@ -221,6 +221,12 @@ def test_an_update_is_reported_and_reinstalled(w: World) -> None:
         ),
         (["install", "nope", "--path", "x"], "", 1, "Error: no candidate skill named 'nope'"),
         (
+            ["install", "deploy-to-staging", "--user", "--path", "x"],
+            "",
+            2,
+            "Error: --user needs --platform. Hint: ",
+        ),
+        (
             ["add", "--name", "x", "--description", "d", "--body-file", "-"],
             "  ",
             1,
@@ -275,3 +281,55 @@ def test_session_start_says_when_candidates_wait(hk: HookEnv, platform: str) -> 
     skills.install_candidate(hk.memsearch_dir, "deploy", [hk.project / ".claude" / "skills"])
     done = hook_json(hk.hook(platform, "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
     assert "SKILLS" not in done["systemMessage"]
+
+
+@pytest.mark.parametrize(("platform", "field"), [("opencode", "system"), ("openclaw", "prependContext")])
+def test_hosts_without_a_status_line_tell_the_model(hk: HookEnv, platform: str, field: str) -> None:
+    # OpenCode merges "system" into the system prompt and OpenClaw prepends "prependContext"; neither
+    # shows the status line to the user, so the hint goes where the model reads it.
+    stdin = json.dumps({"sessionId": "s1", "agentId": "main", "workspaceDir": str(hk.project)})
+    before = hook_json(hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
+    assert "SKILLS" not in json.dumps(before)
+    skills.write_candidate(hk.memsearch_dir, "deploy", DESC, BODY, message="distill: add deploy")
+    after = hook_json(hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
+    assert after[field] == skills.candidates_hint(hk.memsearch_dir)
+    (hk.memory_dir / "2026-06-12.md").write_text("## Session 10:00\n\n### 10:00\n- Deployed to staging.\n")
+    with_memory = hook_json(hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
+    assert "- Deployed to staging." in with_memory[field]
+    assert with_memory[field].endswith("\n\n" + skills.candidates_hint(hk.memsearch_dir))
+
+
+def test_claude_code_keeps_the_hint_out_of_the_models_context(hk: HookEnv) -> None:
+    skills.write_candidate(hk.memsearch_dir, "deploy", DESC, BODY, message="m")
+    hk.memory_dir.mkdir(parents=True, exist_ok=True)
+    (hk.memory_dir / "2026-06-12.md").write_text("## Session 10:00\n\n### 10:00\n- Deployed to staging.\n")
+    out = hook_json(hk.hook("claude-code", "session-start", "{}", MEMSEARCH_NO_WATCH="1"))
+    assert "SKILLS:" in out["systemMessage"]
+    assert "SKILLS" not in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_chinese_names_and_text_round_trip(w: World) -> None:
+    body = "## 部署到测试环境\n\n1. 运行 `make deploy`\n2. 检查日志"
+    for name in ("部署到测试环境", "回滚发布"):
+        proc = w.run(
+            "add",
+            "--name",
+            name,
+            "--description",
+            f"{name}。当用户要求{name}时使用。",
+            "--body-file",
+            "-",
+            stdin=body,
+        )
+        assert proc.returncode == 0, proc.stderr
+    listed = json.loads(w.run("list", "-j").stdout)
+    assert len(listed) == 2  # two names, two candidates (the original made both "skill")
+    by_desc = {row["description"]: row for row in listed}
+    row = by_desc["部署到测试环境。当用户要求部署到测试环境时使用。"]
+    assert row["slug"].startswith("skill-")
+    assert Path(row["path"]).read_text(encoding="utf-8").endswith(body + "\n")
+    assert "当用户要求回滚发布时使用" in w.run("list").stdout
+    proc = w.run("install", row["slug"], "--platform", "claude-code")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((w.ms / "skill-candidates" / row["slug"] / "meta.json").read_text(encoding="utf-8"))
+    assert meta["title"] == "部署到测试环境"

@@ -15,7 +15,10 @@ session-start hint work without it).
 
 Why ``meta.json`` beside each ``SKILL.md``: the front matter stays the two standard fields every
 host understands, and the bookkeeping (when it was made, where and which version was installed)
-lives apart from it. A candidate without ``meta.json`` (written by hand) is still a candidate.
+lives apart from it. It keeps the original memsearch's keys and hash format (``gitblob:`` + git's
+blob id of the SKILL.md bytes, what ``git hash-object`` prints), so either tool reads a store the
+other wrote; ``installs`` (each destination with the version written there) is ours. A candidate
+without ``meta.json`` (written by hand) is still a candidate.
 
 Statuses (:attr:`Candidate.status`):
 
@@ -112,7 +115,7 @@ class Candidate:
     description: str
     path: Path
     status: str
-    #: ``sha256:...`` of the current SKILL.md bytes.
+    #: ``gitblob:<git blob id>`` of the current SKILL.md bytes.
     content_hash: str = ""
     #: Hash of the version last installed ("" when never installed).
     installed_hash: str = ""
@@ -231,15 +234,13 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
 
 
 def _content_hash(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    """``gitblob:`` + the id git gives ``data`` as a blob (the original memsearch's format)."""
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    return f"gitblob:{blob}"
 
 
 def _same_version(recorded: str, data: bytes) -> bool:
-    """Whether ``data`` is the version a recorded hash names: ours (``sha256:``) or the original
-    memsearch's (``gitblob:``, git's blob id), so a store the original installed from reads right."""
-    if recorded.startswith("gitblob:"):
-        blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-        return recorded == f"gitblob:{blob}"
+    """Whether ``data`` is the version a recorded hash names."""
     return bool(recorded) and recorded == _content_hash(data)
 
 
@@ -492,15 +493,19 @@ def write_candidate(
         meta = _read_meta(skill_dir)
         now = _now()
         meta.setdefault("name", slug)
+        meta.setdefault("status", "candidate")
+        meta.setdefault("installed_paths", [])
         meta.setdefault("created_at", now)
         meta["updated_at"] = now
+        meta["description"] = description
+        meta["content_hash"] = _content_hash(text.encode("utf-8"))
         if name.strip() != slug:
             meta.setdefault("title", name.strip())
         if occurrences is not None:
             meta["occurrences"] = max(occurrences, int(meta.get("occurrences") or 0))
         if sources:
-            known = meta.get("sources") if isinstance(meta.get("sources"), list) else []
-            meta["sources"] = sorted({*map(str, known), *sources})
+            known = meta.get("sources")
+            meta["sources"] = sorted({*(map(str, known) if isinstance(known, list) else ()), *sources})
         _write_text(path, text)
         _write_meta(skill_dir, meta)
         commit = _commit_all(root, message)
@@ -616,10 +621,14 @@ def install_candidate(
             dict(meta.get("installs") or {}) if isinstance(meta.get("installs"), dict) else {}
         )
         installs.update({str(r.path): digest for r in results})
+        now = _now()
         meta.setdefault("name", candidate.slug)
+        meta.setdefault("created_at", now)
         meta["installs"] = dict(sorted(installs.items()))
-        meta["installed_hash"] = digest
-        meta["installed_at"] = _now()
+        meta["status"] = "installed"
+        meta["installed_paths"] = sorted(installs)
+        meta["content_hash"] = meta["installed_hash"] = digest
+        meta["installed_at"] = meta["updated_at"] = now
         _write_meta(candidate.path.parent, meta)
         _commit_all(root, f"Install {candidate.slug} -> {len(results)} folder(s)")
     return results

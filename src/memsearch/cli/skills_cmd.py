@@ -168,6 +168,10 @@ def install(
     json_output: bool,
 ) -> None:
     """Install candidate NAME into agent skills folders (a copy; the candidate keeps evolving)."""
+    if user_level and not platforms:
+        from memsearch.errors import NoInstallTargetError
+
+        raise NoInstallTargetError("--user needs --platform", "e.g. --platform codex --user")
     project = Path.cwd()
     targets = [project / Path(p).expanduser() for p in paths]
     targets += [store.host_skill_dir(p, project, user=user_level) for p in platforms]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsearch import journal
 from memsearch.hooks import processes
-from memsearch.hooks.base import NO_WATCH_ENV, Capture, HookContext, Reply
+from memsearch.hooks.base import NO_WATCH_ENV, Capture, HookContext, Reply, render_hook_json
 from memsearch.hooks.summarize import log, summarize_capture
 
 if TYPE_CHECKING:
@@ -165,11 +165,15 @@ def session_start(ctx: HookContext) -> Reply:
         )
     from memsearch.skills import candidates_hint
 
-    notes = [n for n in (index_warning(ctx), _start_background(ctx), candidates_hint(ctx.memsearch_dir)) if n]
+    skills_hint = candidates_hint(ctx.memsearch_dir)
+    notes = [n for n in (index_warning(ctx), _start_background(ctx), skills_hint) if n]
     context = journal.recent_memory(ctx.memory_dir, files=RECENT_FILES, max_lines=RECENT_LINES)
     if context and "prompt-submit" not in ctx.platform.events:
         # A host with a prompt hook gets the hint with the prompt (once per turn), not here too.
         context += "\n\n" + ctx.platform.recall_hint
+    if skills_hint and ctx.platform.render is not render_hook_json:
+        # OpenCode and OpenClaw show the user no status line: the model hears of the candidates.
+        context = f"{context}\n\n{skills_hint}" if context else skills_hint
     standing = _maintenance(ctx)
     context = "\n\n".join(part for part in (context, standing) if part)
     return Reply(" | ".join([status, *notes]), context)
