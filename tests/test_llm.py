@@ -287,7 +287,7 @@ def test_named_provider_unknown_lists_configured() -> None:
 
 
 def test_builtin_prompts_are_packaged_once() -> None:
-    assert prompt_names() == ["compact", "summarize"]
+    assert prompt_names() == ["compact", "memory_to_skill", "project_review", "summarize", "user_profile"]
     compact = load_prompt("compact")
     assert compact.count("{chunks}") == 1
     summarize = load_prompt("summarize", agent_name="Codex")
@@ -311,7 +311,10 @@ def test_prompt_override_file_and_errors(tmp_path: Path) -> None:
         load_prompt("compact", override_path=bad)
     with pytest.raises(ConfigKeyError) as info:
         load_prompt("nope")
-    assert info.value.one_line() == "Unknown prompt: nope. Hint: Built-in prompts: compact, summarize"
+    assert info.value.one_line() == (
+        "Unknown prompt: nope. Hint: Built-in prompts: compact, memory_to_skill, project_review, summarize, "
+        "user_profile"
+    )
 
 
 def test_llm_modules_import_no_sdk() -> None:

@@ -38,6 +38,8 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             LLMAPIError
             MissingLLMKeyError
             UnknownLLMProviderError (ValueError)
+        MaintenanceError
+            MemoryCommandRefusedError (ValueError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
         RerankerError
@@ -338,6 +340,18 @@ class LLMAPIError(LLMError):
 
 class EmptySummaryError(LLMError):
     """The LLM answered with no text, so there is nothing to write."""
+
+
+# --- Maintenance tasks ------------------------------------------------------------------------------
+
+
+class MaintenanceError(MemSearchError):
+    """A maintenance task (PROJECT.md, USER.md, skill candidates) could not finish; recorded in the
+    state file and retried on a later run."""
+
+
+class MemoryCommandRefusedError(MaintenanceError, ValueError):
+    """A model asked for a lookup outside the read commands on this project's memory."""
 
 
 # --- Indexing, scanning and watching -----------------------------------------------------------------

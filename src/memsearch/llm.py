@@ -10,7 +10,7 @@ failure into an :class:`LLMError`.
   and other OpenAI-compatible servers through ``base_url``. No ``temperature`` is sent: reasoning
   models refuse any value but their default.
 - ``anthropic`` (Messages API) and ``gemini`` (``generateContent``) are one JSON POST each, made with
-  the standard-library helper :func:`memsearch.http.post_json`, so no vendor SDK is needed and
+  the standard-library client :class:`memsearch.http.JsonClient`, so no vendor SDK is needed and
   ``base_url``/``api_key`` are honoured for every backend (the original ignored them for these two).
 
 Keys and URLs: an explicit value (``env:VAR`` references allowed) wins, then the vendor's usual

@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "memsearch.cli.compact_cmd:summarize",
         "Summarise a transcript from stdin into bullet notes.",
     ),
+    "maintenance": (
+        "memsearch.cli.maintenance_cmd:maintenance",
+        "Keep PROJECT.md, USER.md and skill candidates current from the journals.",
+    ),
     "skills": ("memsearch.cli.skills_cmd:skills", "Review and install skills distilled from memory."),
     "hook": ("memsearch.cli.hook_cmd:hook", "Run an agent plugin hook (called by the plugins' shims)."),
 }

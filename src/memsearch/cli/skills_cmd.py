@@ -16,6 +16,7 @@ from typing import IO, Any
 import click
 
 from memsearch import skills as store
+from memsearch.cli.maintenance_cmd import distill
 
 #: How ``skills list`` shows each status (the original's words: candidate/installed, then whether
 #: an install or an update is ready).
@@ -43,6 +44,9 @@ def _echo_json(data: Any) -> None:
 @click.group("skills")
 def skills() -> None:
     """Review and install skills distilled from memory (candidates in .memsearch/skill-candidates)."""
+
+
+skills.add_command(distill)  # the model side lives with the maintenance tasks
 
 
 @skills.command("add")

@@ -136,6 +136,22 @@ def _start_background(ctx: HookContext) -> str:
     return ""
 
 
+def _maintenance(ctx: HookContext) -> str:
+    """PROJECT.md and USER.md for the model, and due maintenance tasks started in the background
+    (detached: the hook never waits for a model). Any failure is logged, never raised."""
+    from memsearch import maintenance
+
+    try:
+        maintenance.start_due_tasks(ctx)
+    except Exception as exc:
+        log(f"maintenance tasks not started: {type(exc).__name__}: {exc}")
+    try:
+        return maintenance.session_context(ctx)
+    except Exception as exc:
+        log(f"PROJECT.md/USER.md not shown: {type(exc).__name__}: {exc}")
+        return ""
+
+
 def _session_key(ctx: HookContext) -> str:
     return ctx.input.session_id or "unknown-session"
 
@@ -160,6 +176,8 @@ def session_start(ctx: HookContext) -> Reply:
     if skills_hint and ctx.platform.render is not render_hook_json:
         # OpenCode and OpenClaw show the user no status line: the model hears of the candidates.
         context = f"{context}\n\n{skills_hint}" if context else skills_hint
+    standing = _maintenance(ctx)
+    context = "\n\n".join(part for part in (context, standing) if part)
     return Reply(" | ".join([status, *notes]), context)
 
 
