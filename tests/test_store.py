@@ -786,3 +786,37 @@ def test_lite_concurrent_writers_and_readers_lose_nothing(tmp_path: Path) -> Non
         shared.flush()
         assert shared.count() == 4 * (200 - 5)
         assert second.sources_with_counts() == {f"/n/{n}.md": 195 for n in range(4)}
+
+
+def test_stores_opened_at_once_in_one_process_share_one_loaded_collection(tmp_path: Path) -> None:
+    """The memory service may open a store on several request threads at once (cold start). Milvus
+    Lite caches a collection on its first lookup without a lock, so two first lookups at once made
+    two objects, and a search through the one that lost the race found it 'released'."""
+    import threading
+
+    uri = str(tmp_path / "m.db")
+    first = MilvusStore(uri, dimension=DIM)
+    first.upsert([chunk("a", "alpha", vector=axis(0))])
+    first.close()
+    for _ in range(5):  # each round starts a fresh engine, so the first lookups race again
+        barrier = threading.Barrier(6)
+        stores: list[MilvusStore] = []
+        failures: list[BaseException] = []
+
+        def open_and_search() -> None:
+            barrier.wait()
+            try:
+                store = MilvusStore(uri, dimension=DIM, create=False)
+                stores.append(store)
+                assert len(store.search_leg("dense", axis(0), top_k=1)) == 1
+            except BaseException as exc:  # collected and asserted on the test's thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=open_and_search) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        for store in stores:
+            store.close()
+        assert failures == []

@@ -9,6 +9,7 @@ the embedding model are created on first use, so an ``index`` of an unchanged fo
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,10 @@ class MemSearch(Memory):
         self._overlap_lines = overlap_lines
         self._embedder: EmbeddingProvider | None = None
         self._store: MilvusStore | None = None
+        #: Opening is lazy and may happen on two threads at once (the memory service answers
+        #: concurrent first searches; a cold search opens on a worker thread): one opens, the
+        #: other waits and shares the store, never a second Lite connection to the same database.
+        self._open_lock = threading.RLock()
 
     # -- construction from config ---------------------------------------------------------
 
@@ -139,17 +144,19 @@ class MemSearch(Memory):
     @property
     def store(self) -> MilvusStore:
         """The Milvus store; created (with its collection) on first use."""
-        if self._store is None:
-            self._store = self._open_settled(create=True)
-        elif not self._store.exists:  # opened by a read, which creates nothing
-            self._store.ensure_collection(self.embedder.dimension)
-        return self._store
+        with self._open_lock:
+            if self._store is None:
+                self._store = self._open_settled(create=True)
+            elif not self._store.exists:  # opened by a read, which creates nothing
+                self._store.ensure_collection(self.embedder.dimension)
+            return self._store
 
     def _search_store(self) -> MilvusStore:
         """A store for search: checks an existing collection's dimension, creates nothing."""
-        if self._store is None:
-            self._store = self._open_settled(create=False)
-        return self._store
+        with self._open_lock:
+            if self._store is None:
+                self._store = self._open_settled(create=False)
+            return self._store
 
     def _open_settled(self, *, create: bool) -> MilvusStore:
         """Open the store for embedding work (one connection): read-only first, so an existing

@@ -47,6 +47,8 @@ def _engine_call(fn: F) -> F:
 #: memory service keeps one per project) must share one engine per path.
 _open: dict[str, list[Any]] = {}
 _open_lock = threading.Lock()
+#: Serialises collection lookups (see :meth:`LiteClient._collection`).
+_lookup_lock = threading.Lock()
 
 
 def _acquire(path: str) -> tuple[Any, threading.Lock]:
@@ -155,7 +157,11 @@ class LiteClient:
     # -- collections ------------------------------------------------------------------------
 
     def _collection(self, name: str) -> Any:
-        return self._db.get_collection(name)
+        # Milvus Lite caches a collection object on its first lookup, without a lock: two threads
+        # looking it up first at once (the memory service's request threads on a cold start) got
+        # two objects, and a search through the one the cache lost found it never loaded.
+        with _lookup_lock:
+            return self._db.get_collection(name)
 
     @_engine_call
     def has_collection(self, name: str) -> bool:
