@@ -117,6 +117,15 @@ class TreeSampler(threading.Thread):
         self.join()
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
 def stop_leftovers(marker: str) -> int:
     """Stop (by pid) every process that still carries ``marker``; returns how many there were."""
     needle = f"{MARKER}={marker}".encode()
@@ -129,17 +138,18 @@ def stop_leftovers(marker: str) -> int:
                         found.append(int(name))
             except OSError:
                 continue
+    count = len(found)
     for pid in found:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
     while found and time.monotonic() < deadline:
-        found = [pid for pid in found if os.path.exists(f"/proc/{pid}")]
+        found = [pid for pid in found if _alive(pid)]
         time.sleep(0.1)
     for pid in found:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return len(found)
+    return count
 
 
 #: How many processes measured commands left behind, per tool name.
