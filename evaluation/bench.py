@@ -336,6 +336,15 @@ def inprocess_search_scale(b: Bench, t: Tool, i: int) -> Sample:
 # --- what a figure needs before and while it runs -------------------------------------------------
 
 
+def main_stores(b: Bench) -> str:
+    """The store the rows after the full index use: run 0 of the full index, or (``--only``
+    without ``full``) one full index per tool now, outside the table."""
+    missing = [t for t in b.tools if not t.store.exists()]
+    for t in missing:
+        full_index(b, t, 0)
+    return f"indexed the main corpus for {', '.join(t.name for t in missing)}" if missing else ""
+
+
 def small_stores(b: Bench) -> str:
     """Both tools index ``--small-chunks`` through the model endpoint (not a figure)."""
     gen(b.work / "corpus-small", b.args.small_chunks)
@@ -399,16 +408,17 @@ class Figure:
 
 HELP = Figure(help_)
 FULL = Figure(full_index, repeat="full_repeat")
-NOOP = Figure(noop_reindex)
-CHANGED = Figure(one_changed_file)
-SEARCH = Figure(cli_search)
-SEARCH_SERVICE = Figure(cli_search_service, during=ours_serving)
+NOOP = Figure(noop_reindex, prepare=main_stores)
+CHANGED = Figure(one_changed_file, prepare=main_stores)
+SEARCH = Figure(cli_search, prepare=main_stores)
+SEARCH_SERVICE = Figure(cli_search_service, prepare=main_stores, during=ours_serving)
 INPROCESS = Figure(inprocess_search, unit="ms", prepare=small_stores)
 SCALE = Figure(inprocess_search_scale, unit="ms", prepare=scale_stores)
 
 
 @dataclass
 class Row:
+    key: str  # for --only
     name: str
     figure: Figure
     target: float = 1.0
@@ -417,24 +427,32 @@ class Row:
 
 
 ROWS = [
-    Row("`--help`", HELP),
-    Row("full index, {chunks:,} chunks", FULL),
-    Row("no-op re-index", NOOP),
-    Row("one changed file", CHANGED),
-    Row("CLI `search`, no service", SEARCH, target=0.5, strict=False),
-    Row("search with the memory service running (original: its plain CLI search)", SEARCH_SERVICE),
-    Row("peak RSS, full index", FULL, strict=False, rss=True),
-    Row("peak RSS, CLI search (no service)", SEARCH, strict=False, rss=True),
-    Row("peak RSS, one changed file", CHANGED, strict=False, rss=True),
-    Row("in-process `MemSearch.search` p50, openai provider, {small:,} chunks", INPROCESS, strict=False),
+    Row("help", "`--help`", HELP),
+    Row("full", "full index, {chunks:,} chunks", FULL),
+    Row("noop", "no-op re-index", NOOP),
+    Row("changed", "one changed file", CHANGED),
+    Row("search", "CLI `search`, no service", SEARCH, target=0.5, strict=False),
+    Row("service", "search with the memory service running (original: its plain CLI search)", SEARCH_SERVICE),
+    Row("rss-full", "peak RSS, full index", FULL, strict=False, rss=True),
+    Row("rss-search", "peak RSS, CLI search (no service)", SEARCH, strict=False, rss=True),
+    Row("rss-changed", "peak RSS, one changed file", CHANGED, strict=False, rss=True),
+    Row(
+        "inprocess",
+        "in-process `MemSearch.search` p50, openai provider, {small:,} chunks",
+        INPROCESS,
+        strict=False,
+    ),
 ]
-SCALE_ROW = Row("in-process `MemSearch.search` p50 at {scale:,} chunks (hashing endpoint)", SCALE, 0.5, False)
+SCALE_ROW = Row(
+    "scale", "in-process `MemSearch.search` p50 at {scale:,} chunks (hashing endpoint)", SCALE, 0.5, False
+)
 
 
 def pairs(b: Bench, figure: Figure) -> dict[str, list[Sample]]:
     """``figure`` for ours then the original, in alternation, as many times as its option says."""
-    if figure.prepare:
-        log(figure.prepare(b))
+    note = figure.prepare(b) if figure.prepare else ""
+    if note:
+        log(note)
     out: dict[str, list[Sample]] = {t.name: [] for t in b.tools}
     with figure.during(b) if figure.during else contextlib.nullcontext():
         for i in range(getattr(b.args, figure.repeat)):
@@ -513,6 +531,18 @@ def machine(b: Bench) -> str:
     )
 
 
+def selected(args: argparse.Namespace) -> list[Row]:
+    rows = ROWS + ([SCALE_ROW] if args.scale else [])
+    if args.only:
+        keys = set(args.only.split(","))
+        if unknown := keys - {row.key for row in rows}:
+            raise BenchError(
+                f"--only: no row {', '.join(sorted(unknown))} (rows: {', '.join(r.key for r in rows)})"
+            )
+        rows = [row for row in rows if row.key in keys]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="pairs per figure (default 5)")
@@ -520,8 +550,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=2000, help="chunks of the main corpus (default 2000)")
     parser.add_argument("--small-chunks", type=int, default=300, help="chunks of the in-process store (300)")
     parser.add_argument("--scale", type=int, default=0, help="add the in-process row at this many chunks")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="only these rows, comma-separated: " + ", ".join(r.key for r in [*ROWS, SCALE_ROW]),
+    )
     parser.add_argument("--work", type=Path, default=None, help="work folder, emptied first (default: new)")
     args = parser.parse_args(argv)
+    rows = selected(args)  # an unknown --only fails before any setup
 
     started = time.monotonic()
     compile_package()
@@ -547,7 +583,7 @@ def main(argv: list[str] | None = None) -> None:
         log(heading.replace("\n", "\n  "))
         measured: dict[Figure, dict[str, list[Sample]]] = {}
         lines = []
-        for row in ROWS + ([SCALE_ROW] if args.scale else []):
+        for row in rows:
             if row.figure not in measured:
                 measured[row.figure] = pairs(b, row.figure)
             lines.append(table_line(b, row, measured[row.figure]))

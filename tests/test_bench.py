@@ -82,3 +82,15 @@ def test_processes_left_behind_are_stopped_and_counted(tmp_path: Path) -> None:
     assert bench.LEFTOVERS["probe"] == before + 1
     pid = int(pid_file.read_text())
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+
+
+def test_only_names_rows_and_refuses_unknown_ones() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "evaluation.bench", "--only", "search,nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert proc.returncode != 0
+    assert "--only: no row nope (rows: help, full, noop" in proc.stderr
