@@ -1,101 +1,569 @@
-"""Speed and memory benchmark of memsearch (``make bench``): prints a table of medians.
+"""Speed and memory of memsearch beside the original 0.4.23 (``make bench``): one table, both tools.
 
-Corpora come from the project's deterministic generator (``evaluation/gen_corpus.py``: journals of
-a fictional project as the agent plugins write them; ``--gen`` runs another script with the same
-command line). Every figure is measured several times and the median reported, because this
-2-core machine is noisy. Each measurement runs in fresh processes, as a user would run the CLI,
-with its own HOME so no cache or manifest leaks between runs.
+Both tools index the same generated corpus (``evaluation/gen_corpus.py`` defaults: 2,000 journal
+turns, one chunk each) with the same model, all-MiniLM-L6-v2 int8: ours with its packaged
+in-process default, the original (installed from the registry into a side venv, see
+evaluation/original.py) through a local OpenAI-compatible ``/v1/embeddings`` endpoint on
+127.0.0.1 that serves our packaged model, its only offline way.
 
-Figures:
-- full index of the 2,000-chunk corpus with the default ONNX model: wall time and chunks/s, next
-  to the embedding-only chunks/s of the same model on the same texts (the ceiling);
-- no-op re-index, one changed file, ``search`` from the CLI with the service off and on, ``--help``;
-- in-process search latency (p50) and peak RSS while indexing, at 2,000 and 20,000 chunks. The
-  20,000-chunk runs embed with a fast hashing embedder of the same dimension (384) so the run
-  takes minutes, not half an hour: they measure the indexer and the store at scale, not the model.
+Every figure is measured in pairs, ours then the original, ``--repeat`` times in alternation, so a
+machine whose speed drifts slows both tools alike; the table shows the medians and their ratio.
+Each measured command runs as a fresh process with its own HOME, as a user runs the CLI. Peak RSS
+is taken per command as the larger of the kernel's high-water mark (``wait4``'s ``ru_maxrss``: the
+largest single process of the tree, exact) and the sum of the tree's resident sizes sampled from
+/proc every 50 ms (catches a tree of several processes). Any process a measured command leaves
+behind (found by a marker variable in its environment) is stopped after the command and counted.
+
+One figure is one small function below; ``ROWS`` puts them in the table.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import contextlib
 import json
 import os
 import platform
-import resource
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_GEN = ROOT / "evaluation" / "gen_corpus.py"
+if __package__ in (None, ""):  # run as a script (python evaluation/bench.py): find the package
+    sys.path.insert(0, str(ROOT))
 
-#: A child process that indexes a corpus in-process with a fast 384-dim hashing embedder and
-#: reports its peak RSS (KiB) and the in-process search latencies (seconds).
-_SCALE_CHILD = r"""
-import asyncio, hashlib, json, math, re, resource, sys, time
-from memsearch import MemSearch
-from memsearch.embeddings import ProviderSpec, register_provider
-from memsearch.embeddings.base import ApiErrors, BatchingEmbedder
+from evaluation.original import (  # noqa: E402
+    MODEL,
+    original_cli,
+    original_python,
+    serving_hashed_vectors,
+    serving_packaged_model,
+)
 
-class Fast(BatchingEmbedder):
-    provider_name = "bench-hash"
-    default_model = "bench-hash-384"
-    default_batch_size = 64
-    known_dimensions = {"bench-hash-384": 384}
-    api_errors = ApiErrors("bench-hash")
-    async def _embed_batch(self, conn, texts, *, query):
-        out = []
-        for t in texts:
-            v = [0.0] * 384
-            for tok in re.findall(r"\w+", t.lower()):
-                h = hashlib.blake2b(tok.encode(), digest_size=4).digest()
-                v[int.from_bytes(h, "little") % 384] += 1.0
-            n = math.sqrt(sum(x * x for x in v)) or 1.0
-            out.append([x / n for x in v])
-        return out
+GEN = ROOT / "evaluation" / "gen_corpus.py"
+#: Every measured process carries this variable (a fresh value per command) to find leftovers.
+MARKER = "MEMSEARCH_BENCH_RUN"
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
-OPTIONS = frozenset({"model", "batch_size"})
-register_provider(ProviderSpec("bench-hash", Fast, "bench-hash-384", None, OPTIONS))
-corpus, uri, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 
-async def main():
-    with MemSearch([corpus], embedding_provider="bench-hash", milvus_uri=uri, embedding_cache=False) as ms:
-        t = time.perf_counter()
-        n = await ms.index()
-        took = time.perf_counter() - t
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        lat = []
-        for q in queries * 5:
-            t = time.perf_counter()
-            await ms.search(q, top_k=5)
-            lat.append(time.perf_counter() - t)
-    print(json.dumps({"chunks": n, "index_s": took, "rss_kib": rss, "search_s": lat}))
+# --- one measured command -------------------------------------------------------------------------
 
-asyncio.run(main())
+
+@dataclass
+class Sample:
+    seconds: float
+    rss_mb: float = 0.0
+
+
+class BenchError(SystemExit):
+    """A figure could not be produced: the bench stops (non-zero) rather than print a hole."""
+
+
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc/*/stat (this kernel has no /proc/*/children)."""
+    tree: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(b")", 1)[1].split()[1])  # after the command name, which may hold spaces
+        tree.setdefault(ppid, []).append(int(name))
+    return tree
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+class TreeSampler(threading.Thread):
+    """The peak of the summed RSS of the descendants of ``pid`` (the launcher, not counted),
+    sampled every 50 ms."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak, self._stop_event = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            tree, total = _children(), 0
+            todo = list(tree.get(self.pid, []))
+            while todo:
+                pid = todo.pop()
+                total += _rss(pid)
+                todo += tree.get(pid, [])
+            self.peak = max(self.peak, total)
+            self._stop_event.wait(0.05)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def stop_leftovers(marker: str) -> int:
+    """Stop (by pid) every process that still carries ``marker``; returns how many there were."""
+    needle = f"{MARKER}={marker}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    if needle in fh.read().split(b"\0"):
+                        found.append(int(name))
+            except OSError:
+                continue
+    count = len(found)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while found and time.monotonic() < deadline:
+        found = [pid for pid in found if _alive(pid)]
+        time.sleep(0.1)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return count
+
+
+#: How many processes measured commands left behind, per tool name.
+LEFTOVERS: dict[str, int] = {}
+
+
+#: Runs the measured command and reports its wall time and ``wait4`` rusage. Why a launcher: on
+#: Linux a child's ru_maxrss starts at its parent's high-water mark (exec records the old memory
+#: map's peak, and subprocess forks with vfork), and the bench process holds the embedding model;
+#: this small interpreter puts a floor of ~10 MB under the figure instead of the bench's ~1 GB.
+_LAUNCHER = r"""
+import json, os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(proc.pid, 0)
+took = time.perf_counter() - start
+print(json.dumps({"seconds": took, "maxrss_kib": usage.ru_maxrss, "code": os.waitstatus_to_exitcode(status)}))
 """
 
 
-def run(cmd: list[str], env: dict[str, str], **kw: object) -> float:
-    """Wall time of one command; fails loudly if the command fails."""
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
-    took = time.perf_counter() - t
+def measure(
+    tool: Tool,
+    args: list[str],
+    home: Path | None = None,
+    *,
+    extra_env: dict[str, str] | None = None,
+    keep: str = "",
+) -> Sample:
+    """Run one command of ``tool`` to the end: wall time and peak RSS; fails loudly if it fails.
+
+    What the command leaves running is stopped and counted, unless ``keep`` names the marker of
+    processes it is expected to leave (the memory service a search starts on demand); the figure
+    then stops them itself when its pairs are done.
+    """
+    marker = keep or uuid.uuid4().hex
+    env = {**tool.env(home), **(extra_env or {}), MARKER: marker}
+    with tempfile.TemporaryFile() as err:
+        launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, *tool.cli, *args]
+        proc = subprocess.Popen(launcher, env=env, stdout=subprocess.PIPE, stderr=err)
+        sampler = TreeSampler(proc.pid)
+        sampler.start()
+        out, _ = proc.communicate()
+        sampler.stop()
+        if not keep:
+            LEFTOVERS[tool.name] = LEFTOVERS.get(tool.name, 0) + stop_leftovers(marker)
+        report = json.loads(out) if proc.returncode == 0 else {"code": proc.returncode}
+        if report["code"] != 0:
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")[-3000:]
+            raise BenchError(f"{tool.name}: `memsearch {' '.join(args)}` failed:\n{stderr}")
+    return Sample(report["seconds"], max(report["maxrss_kib"] * 1024, sampler.peak) / 2**20)
+
+
+# --- the two tools --------------------------------------------------------------------------------
+
+
+@dataclass
+class Tool:
+    """One tool: how to run it, its own copy of the corpus and its own HOME and stores."""
+
+    name: str
+    cli: list[str]
+    python: str
+    provider_flags: list[str]  # ours: none (packaged default); the original: the local endpoint
+    work: Path
+    store: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = self.work / "full0.db"  # the index the rows after the full index use
+
+    @property
+    def corpus(self) -> Path:
+        return self.work / "corpus"
+
+    @property
+    def memory(self) -> str:
+        return str(self.corpus / "memory")
+
+    def home(self, name: str = "main") -> Path:
+        home = self.work / f"home-{name}"
+        home.mkdir(parents=True, exist_ok=True)
+        return home
+
+    def env(self, home: Path | None = None) -> dict[str, str]:
+        home = home or self.home()
+        # Ours starts a memory service on demand at a search unless told not to: the rows measure
+        # one process doing the work, except the on-demand row (which turns it back on).
+        return {
+            **os.environ,
+            "HOME": str(home),
+            "HF_HUB_OFFLINE": "1",
+            "OPENAI_API_KEY": "sk-local",
+            "MEMSEARCH_SERVICE_AUTOSTART": "0",
+        }
+
+    def flags(self, db: Path) -> list[str]:
+        return [*self.provider_flags, "--milvus-uri", str(db)]
+
+
+@dataclass
+class Bench:
+    """What the figures share: the tools, the queries, the endpoints, the stores, the options."""
+
+    ours: Tool
+    original: Tool
+    queries: list[str]
+    work: Path
+    model_url: str  # /v1/embeddings with our packaged model
+    hash_url: str  # /v1/embeddings with the hashing embedder (the scale row)
+    args: argparse.Namespace
+
+    @property
+    def tools(self) -> tuple[Tool, Tool]:
+        return (self.ours, self.original)
+
+
+# --- the figures: one function each, (bench, tool, run number) -> Sample ---------------------------
+
+
+def help_(b: Bench, t: Tool, i: int) -> Sample:
+    return measure(t, ["--help"])
+
+
+def full_index(b: Bench, t: Tool, i: int) -> Sample:
+    """A first index into a new store, with a new HOME (no embedding cache from the run before)."""
+    return measure(t, ["index", t.memory, *t.flags(t.work / f"full{i}.db")], home=t.home(f"full{i}"))
+
+
+def noop_reindex(b: Bench, t: Tool, i: int) -> Sample:
+    return measure(t, ["index", t.memory, *t.flags(t.store)], home=t.home("full0"))
+
+
+def one_changed_file(b: Bench, t: Tool, i: int) -> Sample:
+    """One bullet edited and one turn appended in one journal (each tool edits its own copy)."""
+    subprocess.run([sys.executable, str(GEN), str(t.corpus), "--edit-one"], check=True, capture_output=True)
+    return measure(t, ["index", t.memory, *t.flags(t.store)], home=t.home("full0"))
+
+
+def cli_search(b: Bench, t: Tool, i: int) -> Sample:
+    """``search`` from the CLI; a different query each run, the same one for both tools of a pair."""
+    query = b.queries[i % len(b.queries)]
+    return measure(t, ["search", query, "--top-k", "5", *t.flags(t.store)], home=t.home("full0"))
+
+
+#: The marker of the memory service ours starts on demand in :func:`cli_search_on_demand`.
+ON_DEMAND = "on-demand-service"
+
+
+def cli_search_on_demand(b: Bench, t: Tool, i: int) -> Sample:
+    """``search`` from the CLI as a user gets it with nothing started by hand: ours starts the
+    memory service on demand at the first search (that run pays the start), and every later search
+    within the idle period is answered by it; the original has no service (its plain CLI search)."""
+    query = b.queries[(i + 1) % len(b.queries)]
+    return measure(
+        t,
+        ["search", query, "--top-k", "5", *t.flags(t.store)],
+        home=t.home("full0"),
+        extra_env={"MEMSEARCH_SERVICE_AUTOSTART": "1"},
+        keep=ON_DEMAND,
+    )
+
+
+@contextlib.contextmanager
+def stop_on_demand(b: Bench) -> Iterator[None]:
+    """Before the pairs, no service may run for the store; after them, stop the one they started."""
+    stop_leftovers(ON_DEMAND)
+    try:
+        yield
+    finally:
+        stop_leftovers(ON_DEMAND)
+
+
+def cli_search_service(b: Bench, t: Tool, i: int) -> Sample:
+    """Ours with ``memsearch serve`` running on the store (see :func:`ours_serving`); the original
+    has no service, so its figure is its plain CLI search."""
+    return cli_search(b, t, len(b.queries) - 1 - i)
+
+
+#: In-process ``MemSearch`` with the openai provider: ``build`` indexes a store (not timed),
+#: ``search`` opens it, searches once to warm up, then times every query ``passes`` times. The
+#: same script runs under both tools' interpreters: both constructors take these arguments.
+_INPROCESS = r"""
+import asyncio, json, statistics, sys, time
+from memsearch import MemSearch
+
+mode, memory, uri, base_url, model = sys.argv[1:6]
+queries, passes = json.loads(sys.argv[6]), int(sys.argv[7])
+
+async def main():
+    ms = MemSearch([memory], embedding_provider="openai", embedding_model=model,
+                   embedding_base_url=base_url, embedding_api_key="sk-local", milvus_uri=uri)
+    try:
+        if mode == "build":
+            return {"chunks": await ms.index()}
+        await ms.search(queries[0], top_k=5)
+        took = []
+        for query in queries * passes:
+            start = time.perf_counter()
+            await ms.search(query, top_k=5)
+            took.append(time.perf_counter() - start)
+        return {"p50_s": statistics.median(took), "searches": len(took)}
+    finally:
+        ms.close()
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+def inprocess(t: Tool, mode: str, memory: Path, db: Path, url: str, queries: list[str]) -> dict[str, Any]:
+    """Run :data:`_INPROCESS` with ``t``'s interpreter; its JSON answer."""
+    args = [mode, str(memory / "memory"), str(db), url, MODEL, json.dumps(queries), "3"]
+    proc = subprocess.run(
+        [t.python, "-c", _INPROCESS, *args], env=t.env(t.home("inprocess")), capture_output=True, text=True
+    )
     if proc.returncode != 0:
-        raise SystemExit(f"benchmark command failed: {' '.join(cmd)}\n{proc.stderr}")
-    return took
+        raise BenchError(f"{t.name}: in-process {mode} failed:\n{proc.stderr[-3000:]}")
+    answer: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return answer
+
+
+def inprocess_search(b: Bench, t: Tool, i: int) -> Sample:
+    """p50 of ``MemSearch.search`` in one process, openai provider on the model endpoint."""
+    answer = inprocess(t, "search", b.work / "corpus-small", t.work / "small.db", b.model_url, b.queries)
+    return Sample(answer["p50_s"])
+
+
+def inprocess_search_scale(b: Bench, t: Tool, i: int) -> Sample:
+    """The same at ``--scale`` chunks, the queries embedded by the hashing endpoint."""
+    answer = inprocess(t, "search", b.work / "corpus-scale", t.work / "scale.db", b.hash_url, b.queries)
+    return Sample(answer["p50_s"])
+
+
+# --- what a figure needs before and while it runs -------------------------------------------------
+
+
+def main_stores(b: Bench) -> str:
+    """The store the rows after the full index use: run 0 of the full index, or (``--only``
+    without ``full``) one full index per tool now, outside the table."""
+    missing = [t for t in b.tools if not t.store.exists()]
+    for t in missing:
+        full_index(b, t, 0)
+    return f"indexed the main corpus for {', '.join(t.name for t in missing)}" if missing else ""
+
+
+def small_stores(b: Bench) -> str:
+    """Both tools index ``--small-chunks`` through the model endpoint (not a figure)."""
+    gen(b.work / "corpus-small", b.args.small_chunks)
+    return build_stores(b, b.work / "corpus-small", "small.db", b.model_url)
+
+
+def scale_stores(b: Bench) -> str:
+    """Both tools index ``--scale`` chunks through the hashing endpoint: the model would take most
+    of an hour per tool, and this row measures the store at scale, not the model."""
+    gen(b.work / "corpus-scale", b.args.scale)
+    return build_stores(b, b.work / "corpus-scale", "scale.db", b.hash_url)
+
+
+def build_stores(b: Bench, corpus: Path, db_name: str, url: str) -> str:
+    took = []
+    for t in b.tools:
+        start = time.perf_counter()
+        answer = inprocess(t, "build", corpus, t.work / db_name, url, b.queries)
+        took.append(f"{t.name} {answer['chunks']:,} chunks in {time.perf_counter() - start:.0f} s")
+    return "built " + ", ".join(took)
+
+
+@contextlib.contextmanager
+def ours_serving(b: Bench) -> Iterator[None]:
+    """``memsearch serve`` (ours) on ours' store until the block ends; waits until it is ready."""
+    t = b.ours
+    env = {**t.env(t.home("full0")), MARKER: "serve"}
+    proc = subprocess.Popen(
+        [*t.cli, "serve", *t.flags(t.store)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    ping = (
+        "from memsearch.service import ServiceClient, service_paths\n"
+        f"print(ServiceClient(service_paths({str(t.store)!r})).ping().get('ready'))\n"
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while (
+            subprocess.run([t.python, "-c", ping], env=env, capture_output=True, text=True).stdout.strip()
+            != "True"
+        ):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise BenchError("ours: `memsearch serve` did not become ready")
+            time.sleep(0.5)
+        yield
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)  # compared by identity: rows that read one figure share its runs
+class Figure:
+    run: Callable[[Bench, Tool, int], Sample]
+    unit: str = "s"
+    repeat: str = "repeat"  # the option giving the number of pairs
+    prepare: Callable[[Bench], str] | None = None  # before the pairs; returns a note for the log
+    during: Callable[[Bench], contextlib.AbstractContextManager[None]] | None = None
+
+
+HELP = Figure(help_)
+FULL = Figure(full_index, repeat="full_repeat")
+NOOP = Figure(noop_reindex, prepare=main_stores)
+CHANGED = Figure(one_changed_file, prepare=main_stores)
+SEARCH = Figure(cli_search, prepare=main_stores)
+SEARCH_ON_DEMAND = Figure(cli_search_on_demand, prepare=main_stores, during=stop_on_demand)
+SEARCH_SERVICE = Figure(cli_search_service, prepare=main_stores, during=ours_serving)
+INPROCESS = Figure(inprocess_search, unit="ms", prepare=small_stores)
+SCALE = Figure(inprocess_search_scale, unit="ms", prepare=scale_stores)
+
+
+@dataclass
+class Row:
+    key: str  # for --only
+    name: str
+    figure: Figure
+    target: float = 1.0
+    strict: bool = True  # ratio < target (times) or ≤ target (memory and the issue's ≤ rows)
+    rss: bool = False  # the peak RSS of the figure's runs, not their time
+
+
+ROWS = [
+    Row("help", "`--help`", HELP),
+    Row("full", "full index, {chunks:,} chunks", FULL),
+    Row("noop", "no-op re-index", NOOP),
+    Row("changed", "one changed file", CHANGED),
+    Row(
+        "search",
+        "CLI `search`, no service (ours: autostart off, every search opens the store)",
+        SEARCH,
+        target=0.5,
+        strict=False,
+    ),
+    Row(
+        "ondemand",
+        "CLI `search`, no service started by hand (ours: the first search starts one on demand)",
+        SEARCH_ON_DEMAND,
+        target=0.5,
+        strict=False,
+    ),
+    Row("service", "search with the memory service running (original: its plain CLI search)", SEARCH_SERVICE),
+    Row("rss-full", "peak RSS, full index", FULL, strict=False, rss=True),
+    Row("rss-search", "peak RSS, CLI search (no service)", SEARCH, strict=False, rss=True),
+    Row("rss-changed", "peak RSS, one changed file", CHANGED, strict=False, rss=True),
+    Row(
+        "inprocess",
+        "in-process `MemSearch.search` p50, openai provider, {small:,} chunks",
+        INPROCESS,
+        strict=False,
+    ),
+]
+SCALE_ROW = Row(
+    "scale", "in-process `MemSearch.search` p50 at {scale:,} chunks (hashing endpoint)", SCALE, 0.5, False
+)
+
+
+def pairs(b: Bench, figure: Figure) -> dict[str, list[Sample]]:
+    """``figure`` for ours then the original, in alternation, as many times as its option says."""
+    note = figure.prepare(b) if figure.prepare else ""
+    if note:
+        log(note)
+    out: dict[str, list[Sample]] = {t.name: [] for t in b.tools}
+    with figure.during(b) if figure.during else contextlib.nullcontext():
+        for i in range(getattr(b.args, figure.repeat)):
+            for t in b.tools:
+                out[t.name].append(figure.run(b, t, i))
+    return out
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit == "MB":
+        return f"{value:.0f} MB"
+    if unit == "ms":
+        return f"{value * 1000:.1f} ms"
+    return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
+
+
+def table_line(b: Bench, row: Row, samples: dict[str, list[Sample]]) -> str:
+    """One row of the table: medians, their ratio, the target and the verdict."""
+    unit = "MB" if row.rss else row.figure.unit
+    values = {name: [s.rss_mb if row.rss else s.seconds for s in runs] for name, runs in samples.items()}
+    ours, original = statistics.median(values["ours"]), statistics.median(values["original"])
+    ratio = ours / original
+    verdict = "✔" if (ratio < row.target if row.strict else ratio <= row.target) else "✘"
+    name = row.name.format(chunks=b.args.chunks, small=b.args.small_chunks, scale=b.args.scale)
+    cells = [name, fmt(original, unit), fmt(ours, unit), f"{ratio:.2f}"]
+    cells += [f"{'<' if row.strict else '≤'} {row.target:g}", verdict, str(len(values["ours"]))]
+    return "| " + " | ".join(cells) + " |"
+
+
+# --- setup and the run ----------------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    print(f"  {message}", file=sys.stderr, flush=True)
+
+
+def gen(out: Path, chunks: int) -> None:
+    """The generator's corpus of ``chunks`` turns in ``out`` (~33 per daily file, as its defaults)."""
+    files = max(2, chunks // 33)
+    cmd = [sys.executable, str(GEN), str(out), "--chunks", str(chunks), "--files", str(files)]
+    subprocess.run(cmd, check=True, capture_output=True)
 
 
 def compile_package() -> None:
-    """Byte-compile memsearch first, as ``pip install`` does.
+    """Byte-compile our package, as ``pip install`` does (the original's install already did).
 
     An editable checkout run with PYTHONDONTWRITEBYTECODE=1 (as on this machine) would otherwise
-    recompile every module in every measured process: ~40 ms that no installed copy pays.
+    recompile every module in every measured process.
     """
     import memsearch
 
@@ -103,232 +571,98 @@ def compile_package() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
 
 
-#: The "no service" rows measure a command that opens the store itself: no service on demand.
-NO_AUTOSTART = {"MEMSEARCH_SERVICE_AUTOSTART": "0"}
-
-
-def memsearch_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "memsearch", *args]
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def gen(gen_py: Path, out: Path, chunks: int) -> Path:
-    """The generator's corpus of ``chunks`` turns, ~33 per daily file (60 files for 2,000)."""
-    files = max(2, chunks // 33)
-    if not (out / "memory").is_dir():
-        subprocess.run(
-            [sys.executable, str(gen_py), str(out), "--chunks", str(chunks), "--files", str(files)],
-            check=True,
-            capture_output=True,
-        )
-    return out / "memory"
-
-
-def queries(gen_py: Path, out: Path) -> list[str]:
-    proc = subprocess.run(
-        [sys.executable, str(gen_py), str(out), "--queries"], check=True, capture_output=True, text=True
+def versions(python: str) -> str:
+    """``memsearch X (milvus-lite Y), Python Z`` of one interpreter."""
+    code = (
+        "import importlib.metadata as m, platform\n"
+        "print(f\"memsearch {m.version('memsearch')} (milvus-lite {m.version('milvus-lite')}), \"\n"
+        '      f"Python {platform.python_version()}")'
     )
-    return [q for q in proc.stdout.splitlines() if q.strip()][:10]
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def embedding_only(texts: list[str]) -> float:
-    """chunks/s of the default ONNX model alone on these texts (the indexer's ceiling)."""
-    from memsearch.chunker import clean_content_for_embedding
-    from memsearch.embeddings import get_provider
-
-    provider = get_provider("onnx")
-    cleaned = [clean_content_for_embedding(t) for t in texts]
-    asyncio.run(provider.embed(cleaned[:8]))  # load the session outside the timing
-    t = time.perf_counter()
-    asyncio.run(provider.embed(cleaned))
-    return len(cleaned) / (time.perf_counter() - t)
-
-
-def corpus_texts(memory: Path) -> list[str]:
-    from memsearch.chunker import chunk_markdown
-
-    texts: list[str] = []
-    for f in sorted(memory.glob("*.md")):
-        texts += [c.content for c in chunk_markdown(f.read_text(encoding="utf-8"), str(f))]
-    return texts
+def machine(b: Bench) -> str:
+    """CPU, RAM, load, and both tools' versions, for the table's heading."""
+    info = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "?")
+    mem = next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    ram = int(mem.split()[1]) / 2**20
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), {ram:.0f} GiB RAM, {platform.machine()}, "
+        f"load average {os.getloadavg()[0]:.1f} at the start\n"
+        f"ours: {versions(b.ours.python)}; original: {versions(b.original.python)}"
+    )
 
 
-def main() -> None:
+def selected(args: argparse.Namespace) -> list[Row]:
+    rows = ROWS + ([SCALE_ROW] if args.scale else [])
+    if args.only:
+        keys = set(args.only.split(","))
+        if unknown := keys - {row.key for row in rows}:
+            raise BenchError(
+                f"--only: no row {', '.join(sorted(unknown))} (rows: {', '.join(r.key for r in rows)})"
+            )
+        rows = [row for row in rows if row.key in keys]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gen", type=Path, default=DEFAULT_GEN, help="path of gen_corpus.py")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per quick measurement")
+    parser.add_argument("--repeat", type=int, default=5, help="pairs per figure (default 5)")
+    parser.add_argument("--full-repeat", type=int, default=3, help="pairs of full index runs (default 3)")
+    parser.add_argument("--chunks", type=int, default=2000, help="chunks of the main corpus (default 2000)")
+    parser.add_argument("--small-chunks", type=int, default=300, help="chunks of the in-process store (300)")
+    parser.add_argument("--scale", type=int, default=0, help="add the in-process row at this many chunks")
     parser.add_argument(
-        "--full-repeat",
-        type=int,
-        default=2,
-        help="full 2,000-chunk index runs (each paired with embedding-only)",
+        "--only",
+        default="",
+        help="only these rows, comma-separated: " + ", ".join(r.key for r in [*ROWS, SCALE_ROW]),
     )
-    parser.add_argument("--chunks", type=int, default=2000, help="chunks in the main corpus")
-    parser.add_argument("--large", type=int, default=20000, help="chunks in the large corpus (0 skips it)")
-    parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temp dir)")
-    args = parser.parse_args()
-    if not args.gen.is_file():
-        raise SystemExit(f"gen_corpus.py not found at {args.gen}; pass --gen PATH")
+    parser.add_argument("--work", type=Path, default=None, help="work folder, emptied first (default: new)")
+    args = parser.parse_args(argv)
+    rows = selected(args)  # an unknown --only fails before any setup
 
+    started = time.monotonic()
     compile_package()
     work = args.work or Path(tempfile.mkdtemp(prefix="memsearch-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    small = gen(args.gen, work / "c2k", args.chunks)
-    qs = queries(args.gen, work / "c2k")
-    rows = _Rows()
-
-    def env_for(name: str) -> dict[str, str]:
-        home = work / f"home-{name}"
-        if home.exists():
-            shutil.rmtree(home)
-        home.mkdir()
-        return {**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", **NO_AUTOSTART}
-
-    # --help
-    env = env_for("help")
-    helps = [run(memsearch_cmd("--help"), env) for _ in range(args.repeat)]
-    rows.append(("`memsearch --help`", f"{median(helps):.3f} s", "≤ 0.15 s"))
-
-    # full index (default model) + embedding-only ceiling on the same texts, measured in pairs
-    # back to back: the machine's speed drifts over minutes, so each index run is compared with
-    # an embedding-only run taken right after it.
-    texts = corpus_texts(small)
-    fulls: list[float] = []
-    embed_rates: list[float] = []
-    for i in range(args.full_repeat):
-        env = env_for(f"full{i}")
-        fulls.append(run(memsearch_cmd("index", str(small), "--milvus-uri", str(work / f"full{i}.db")), env))
-        embed_rates.append(embedding_only(texts))
-    full_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child so far
-    ratios = [len(texts) / took / rate for took, rate in zip(fulls, embed_rates, strict=True)]
-    rows.append((f"full index, {len(texts):,} chunks (wall)", f"{median(fulls):.1f} s", ""))
-    rows.append(("full index throughput", f"{len(texts) / median(fulls):.1f} chunks/s", ""))
-    rows.append(
-        (
-            "embedding-only throughput (same model, same texts)",
-            f"{median(embed_rates):.1f} chunks/s",
-            "ceiling",
-        )
+    shutil.rmtree(work, ignore_errors=True)
+    gen(work / "corpus", args.chunks)
+    listing = subprocess.run(
+        [sys.executable, str(GEN), str(work / "corpus"), "--queries"],
+        check=True,
+        capture_output=True,
+        text=True,
     )
-    rows.append(
-        (
-            "full index / embedding-only (median of back-to-back pairs)",
-            f"{100 * median(ratios):.1f} % ({', '.join(f'{100 * r:.1f}' for r in ratios)})",
-            "≥ 85 %",
-        )
-    )
-    rows.append(
-        (f"peak RSS of `memsearch index`, {len(texts):,} chunks, default model", f"{full_rss:.0f} MB", "")
-    )
+    queries = [q for q in listing.stdout.splitlines() if q.strip()]
+    ours = Tool("ours", [sys.executable, "-m", "memsearch"], sys.executable, [], work / "ours")
+    original = Tool("original", [str(original_cli())], str(original_python()), [], work / "original")
+    for t in (ours, original):
+        shutil.copytree(work / "corpus", t.corpus)
 
-    # no-op re-index and one changed file, on the index built above
-    env = {
-        **os.environ,
-        "HOME": str(work / "home-full0"),
-        "HF_HUB_OFFLINE": "1",
-        **NO_AUTOSTART,
-    }  # run 0's index
-    uri = str(work / "full0.db")
-    noops = [run(memsearch_cmd("index", str(small), "--milvus-uri", uri), env) for _ in range(args.repeat)]
-    rows.append((f"no-op re-index, {len(texts):,} chunks", f"{median(noops):.3f} s", "≤ 0.3 s"))
+    with serving_packaged_model() as model_url, serving_hashed_vectors() as hash_url:
+        original.provider_flags = ["--provider", "openai", "--model", MODEL, "--base-url", model_url]
+        b = Bench(ours, original, queries, work, model_url, hash_url, args)
+        heading = machine(b)
+        log(heading.replace("\n", "\n  "))
+        measured: dict[Figure, dict[str, list[Sample]]] = {}
+        lines = []
+        for row in rows:
+            if row.figure not in measured:
+                measured[row.figure] = pairs(b, row.figure)
+            lines.append(table_line(b, row, measured[row.figure]))
+            log(lines[-1])
 
-    def edit_and_index() -> float:
-        subprocess.run(
-            [sys.executable, str(args.gen), str(work / "c2k"), "--edit-one"], check=True, capture_output=True
-        )
-        return run(memsearch_cmd("index", str(small), "--milvus-uri", uri), env)
-
-    edits = [edit_and_index() for _ in range(args.repeat)]
-    rows.append(("one changed file (incl. embedding it)", f"{median(edits):.2f} s", "≤ 0.8 s + embedding"))
-
-    # CLI search, service off and on
-    # A different query each run, as real use asks (no warm caches from the previous run).
-    def search(query: str) -> float:
-        return run(memsearch_cmd("search", query, "-j", "--milvus-uri", uri), env)
-
-    off = [search(qs[i % len(qs)]) for i in range(args.repeat)]
-    rows.append(("CLI `search`, no service", f"{median(off):.2f} s", "≤ 1.2 s"))
-    serve = subprocess.Popen(
-        memsearch_cmd("serve", "--milvus-uri", uri),
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_ready(uri, env)
-        on = [search(qs[-1 - i % len(qs)]) for i in range(args.repeat)]
-        edits_on = [edit_and_index() for _ in range(args.repeat)]
-    finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(timeout=60)
-    rows.append(("CLI `search`, service running", f"{median(on):.3f} s", "≤ 0.15 s"))
-    rows.append(("one changed file, service running", f"{median(edits_on):.2f} s", "≤ 0.8 s + embedding"))
-
-    # in-process search + peak RSS at 2,000 and 20,000 chunks (fast embedder, see module docstring)
-    sizes = [(args.chunks, small)]
-    if args.large:
-        sizes.append((args.large, gen(args.gen, work / "c-large", args.large)))
-    for n, memory in sizes:
-        results = []
-        for i in range(max(1, args.full_repeat)):
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    _SCALE_CHILD,
-                    str(memory),
-                    str(work / f"scale-{n}-{i}.db"),
-                    json.dumps(qs),
-                ],
-                env=env_for(f"scale{n}"),
-                capture_output=True,
-                text=True,
-            )
-            if proc.returncode != 0:
-                raise SystemExit(proc.stderr)
-            results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        rss = median([r["rss_kib"] / 1024 for r in results])
-        p50 = median([median(r["search_s"]) for r in results]) * 1000
-        rows.append(
-            (f"peak RSS while indexing {n:,} chunks (fast embedder)", f"{rss:.0f} MB", "≤ 600 MB, flat")
-        )
-        rows.append((f"in-process search p50 at {n:,} chunks", f"{p50:.1f} ms", "≤ 30 ms at 20,000"))
-
+    minutes = (time.monotonic() - started) / 60
+    print(f"\n{heading}")
+    print(f"medians of N pairs run in alternation (ours, then the original); {minutes:.1f} min in all\n")
+    print("| figure | original | ours | ours / original | target | verdict | N |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(lines))
     print(
-        f"\nmemsearch benchmark — {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
+        "\nPeak RSS: the larger of wait4's ru_maxrss (largest process) and the summed RSS of the "
+        "process tree sampled every 50 ms. Processes left behind by measured commands (stopped "
+        f"after each): ours {LEFTOVERS.get('ours', 0)}, original {LEFTOVERS.get('original', 0)}."
     )
-    print(f"medians of {args.repeat} runs ({args.full_repeat} for full indexes)\n")
-    print("| measurement | result | target |")
-    print("|---|---|---|")
-    for name, value, target in rows:
-        print(f"| {name} | {value} | {target} |")
-
-
-class _Rows(list):  # type: ignore[type-arg]
-    """The result table; each row is also printed to stderr as soon as it is measured."""
-
-    def append(self, row: tuple[str, str, str]) -> None:
-        print(f"  {row[0]}: {row[1]}", file=sys.stderr, flush=True)
-        super().append(row)
-
-
-def _wait_ready(uri: str, env: dict[str, str]) -> None:
-    """Wait until the service answers ``ready`` (its model and store are loaded)."""
-    code = (
-        "import sys\nfrom memsearch.service import ServiceClient, service_paths\n"
-        f"print(ServiceClient(service_paths({uri!r})).ping().get('ready'))\n"
-    )
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-        if proc.stdout.strip() == "True":
-            return
-        time.sleep(0.5)
-    raise SystemExit("the memory service did not become ready")
 
 
 if __name__ == "__main__":
