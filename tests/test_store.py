@@ -803,7 +803,11 @@ def test_stores_opened_at_once_in_one_process_share_one_loaded_collection(tmp_pa
         stores: list[MilvusStore] = []
         failures: list[BaseException] = []
 
-        def open_and_search(barrier: threading.Barrier = barrier, stores: list[MilvusStore] = stores) -> None:
+        def open_and_search(
+            barrier: threading.Barrier = barrier,
+            stores: list[MilvusStore] = stores,
+            failures: list[BaseException] = failures,
+        ) -> None:
             barrier.wait()
             try:
                 store = MilvusStore(uri, dimension=DIM, create=False)
