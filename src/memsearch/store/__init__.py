@@ -17,22 +17,22 @@ The package is split along those parts; this module re-exports their public name
 - :mod:`~memsearch.store.driver_errors`: driver failures as memsearch errors, Lite lock holders;
 - :mod:`~memsearch.store.analyzer`: the BM25 analyzer and jieba for Milvus Lite.
 
-Where the original falls short and this package does better:
+What callers can rely on:
 
 - URIs are classified by a table of schemes; a Lite path is expanded, resolved and must end in
   ``.db`` (pymilvus itself refuses anything else, so a plain directory path is rejected up front
   with a hint instead of a driver error).
 - A Lite database held by another process is waited for (``lock_timeout``), then reported with the
-  holder's PID and command line (§23.16).
+  holder's PID and command line.
 - Filter values are escaped in one helper; ``source_prefix_filter`` matches on path boundaries and
-  escapes LIKE wildcards (§23.14).
-- ``query``/``indexed_sources``/``hashes_by_source`` page through results (§23.10).
+  escapes LIKE wildcards.
+- ``query``/``indexed_sources``/``hashes_by_source`` page through results.
 - Over-long ``source``/``heading``/``content`` values are truncated to the field's UTF-8 byte
-  limit instead of failing the whole batch (§23.11). Milvus server counts VARCHAR ``max_length``
+  limit instead of failing the whole batch. Milvus server counts VARCHAR ``max_length``
   in bytes, Milvus Lite in characters; a byte limit satisfies both.
 - Empty-collection search is detected with a consistent query, not lagging row-count stats
-  (§23.12); ``count()`` uses ``count(*)`` for the same reason.
-- Read-only use of a missing collection raises ``CollectionNotFoundError`` (§23.13).
+ ; ``count()`` uses ``count(*)`` for the same reason.
+- Read-only use of a missing collection raises ``CollectionNotFoundError``.
 - The ``content`` analyzer segments Chinese (jieba) when the ``jieba`` package is installed.
 """
 

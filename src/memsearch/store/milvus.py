@@ -218,7 +218,7 @@ class MilvusStore:
         self._analyzer = analyzer_name(fields.get("content", {}).get("params", {}))
         properties = info.get("properties") or {}
         self._description = info.get("description") or str(properties.get(_DESCRIPTION_PROPERTY, ""))
-        # A reopened Lite database starts with its collections released (§6.3).
+        # A reopened database starts with its indexed collections released: load before searching.
         self._call("load_collection", self._collection)
         self._exists = True
 

@@ -60,7 +60,8 @@ def stored_value(field: str, value: str) -> str:
 def prepare_rows(chunks: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Copy rows with long text fields truncated and duplicate chunk hashes collapsed (last wins).
 
-    Duplicate primary keys in one upsert are undefined behaviour in Milvus (§23.5).
+    Duplicate primary keys in one upsert are undefined behaviour in Milvus: which row wins, or
+    whether both land, depends on the server, so the last one is kept here.
     """
     rows: dict[Any, dict[str, Any]] = {}
     for chunk in chunks:
