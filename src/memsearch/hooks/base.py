@@ -133,6 +133,15 @@ class Capture:
 PlatformAction = Callable[["Platform", Mapping[str, Any]], str]
 
 
+#: Our events under the hook names of hosts that follow Claude Code's hooks API (Claude Code, Codex).
+CLAUDE_STYLE_EVENTS: Mapping[str, str] = {
+    "session-start": "SessionStart",
+    "prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
+
+
 @dataclass(frozen=True)
 class Platform:
     """One host agent: everything the shared handlers need to know about it.

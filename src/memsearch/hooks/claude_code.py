@@ -29,7 +29,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, find_git_root, render_hook_json
+from memsearch.hooks.base import (
+    CLAUDE_STYLE_EVENTS,
+    Capture,
+    HookContext,
+    HookInput,
+    Platform,
+    find_git_root,
+    render_hook_json,
+)
 from memsearch.hooks.collection import absolute_path
 from memsearch.hooks.summarize import host_cli, log, nested_env, private_dir, render_turn, run_host
 
@@ -151,12 +159,7 @@ def claude_summarizer(ctx: HookContext, prompt: str) -> str | None:
 PLATFORM = Platform(
     name="claude-code",
     agent_name=AGENT_NAME,
-    events={
-        "session-start": "SessionStart",
-        "prompt-submit": "UserPromptSubmit",
-        "stop": "Stop",
-        "session-end": "SessionEnd",
-    },
+    events=CLAUDE_STYLE_EVENTS,
     read_input=HookInput.from_fields,
     project_dir=project_dir,
     render=render_hook_json,

@@ -21,7 +21,15 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, find_git_root, render_hook_json
+from memsearch.hooks.base import (
+    CLAUDE_STYLE_EVENTS,
+    Capture,
+    HookContext,
+    HookInput,
+    Platform,
+    find_git_root,
+    render_hook_json,
+)
 from memsearch.hooks.collection import absolute_path
 from memsearch.hooks.summarize import host_cli, log, nested_env, private_dir, render_turn, run_host
 
@@ -159,12 +167,7 @@ def _doctor() -> str:
 PLATFORM = Platform(
     name="codex",
     agent_name=AGENT_NAME,
-    events={
-        "session-start": "SessionStart",
-        "prompt-submit": "UserPromptSubmit",
-        "stop": "Stop",
-        "session-end": "SessionEnd",
-    },
+    events=CLAUDE_STYLE_EVENTS,
     read_input=HookInput.from_fields,
     project_dir=project_dir,
     render=render_hook_json,

@@ -44,14 +44,7 @@ from memsearch.store.rows import (
 from memsearch.uri import StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from pymilvus import MilvusClient
-
-    from memsearch.lite import LiteClient
-
-    #: pymilvus' client for servers; for Lite, the in-process client answering the same calls.
-    Client: TypeAlias = MilvusClient | LiteClient
+    from memsearch.store.connect import Client
 
 logger = logging.getLogger(__name__)
 
