@@ -85,6 +85,19 @@ def test_table_names_the_eight_built_in_providers() -> None:
     assert [name for name in BUILT_IN if PROVIDERS[name].extra] == ["local"]
 
 
+def test_each_key_variable_in_the_table_is_the_one_its_provider_reads() -> None:
+    """The hooks name a missing key from the table (no provider import); it must be the variable
+    the provider itself reads first, for every provider that needs a key."""
+    from memsearch.embeddings import PROVIDERS, _load_target
+
+    for spec in (PROVIDERS[name] for name in BUILT_IN):
+        if spec.name in ("onnx", "local", "ollama"):  # local models; ollama's key is optional
+            assert spec.key_env is None, spec.name
+            continue
+        provider_class = _load_target(spec)
+        assert spec.key_env == provider_class.api_errors.key_envs[0], spec.name  # type: ignore[attr-defined]
+
+
 def test_unknown_provider_lists_the_valid_names_sorted() -> None:
     with pytest.raises(UnknownProviderError) as info:
         get_provider("nope")

@@ -157,6 +157,9 @@ class ProviderSpec:
     default_model: str
     extra: str | None = None
     options: frozenset[str] = field(default_factory=lambda: frozenset({"model", "batch_size"}))
+    #: The environment variable its API key comes from (``None``: it needs none), so the hooks can
+    #: say which variable is missing before anything is imported.
+    key_env: str | None = None
 
     def __post_init__(self) -> None:
         unknown = self.options - OPTION_NAMES
@@ -190,15 +193,46 @@ PROVIDERS: dict[str, ProviderSpec] = {
             _LOCAL,
         ),
         ProviderSpec(
-            "openai", "memsearch.embeddings.openai:OpenAIEmbedding", "text-embedding-3-small", None, _ALL
+            "openai",
+            "memsearch.embeddings.openai:OpenAIEmbedding",
+            "text-embedding-3-small",
+            None,
+            _ALL,
+            "OPENAI_API_KEY",
         ),
         ProviderSpec("ollama", "memsearch.embeddings.ollama:OllamaEmbedding", "nomic-embed-text", None, _ALL),
         ProviderSpec(
-            "google", "memsearch.embeddings.google:GoogleEmbedding", "gemini-embedding-001", None, _ALL
+            "google",
+            "memsearch.embeddings.google:GoogleEmbedding",
+            "gemini-embedding-001",
+            None,
+            _ALL,
+            "GOOGLE_API_KEY",
         ),
-        ProviderSpec("voyage", "memsearch.embeddings.voyage:VoyageEmbedding", "voyage-3-lite", None, _ALL),
-        ProviderSpec("jina", "memsearch.embeddings.jina:JinaEmbedding", "jina-embeddings-v4", None, _ALL),
-        ProviderSpec("mistral", "memsearch.embeddings.mistral:MistralEmbedding", "mistral-embed", None, _ALL),
+        ProviderSpec(
+            "voyage",
+            "memsearch.embeddings.voyage:VoyageEmbedding",
+            "voyage-3-lite",
+            None,
+            _ALL,
+            "VOYAGE_API_KEY",
+        ),
+        ProviderSpec(
+            "jina",
+            "memsearch.embeddings.jina:JinaEmbedding",
+            "jina-embeddings-v4",
+            None,
+            _ALL,
+            "JINA_API_KEY",
+        ),
+        ProviderSpec(
+            "mistral",
+            "memsearch.embeddings.mistral:MistralEmbedding",
+            "mistral-embed",
+            None,
+            _ALL,
+            "MISTRAL_API_KEY",
+        ),
         ProviderSpec(
             "local", "memsearch.embeddings.local:LocalEmbedding", "all-MiniLM-L6-v2", "local", _LOCAL
         ),

@@ -51,15 +51,6 @@ RECENT_FILES = 2
 RECENT_LINES = 40
 #: An index run "running" for longer than this is reported as stuck.
 STUCK_AFTER = dt.timedelta(hours=1)
-#: Environment variable holding each provider's API key; providers not
-#: listed need none.
-PROVIDER_KEYS: dict[str, str] = {
-    "openai": "OPENAI_API_KEY",
-    "google": "GOOGLE_API_KEY",
-    "voyage": "VOYAGE_API_KEY",
-    "jina": "JINA_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-}
 #: Characters of each auto-injected search hit.
 SNIPPET_CHARS = 300
 
@@ -72,7 +63,10 @@ def missing_key(cfg: MemSearchConfig, env: Mapping[str, str]) -> str:
 
     A custom ``embedding.base_url`` (a proxy or a local server) may need no key, so it counts as set.
     """
-    var = PROVIDER_KEYS.get(cfg.embedding.provider, "")
+    from memsearch.embeddings import PROVIDERS
+
+    spec = PROVIDERS.get(cfg.embedding.provider)
+    var = (spec.key_env if spec else None) or ""
     if not var or cfg.embedding.api_key or cfg.embedding.base_url or env.get(var, "").strip():
         return ""
     return var
