@@ -163,7 +163,7 @@ async def _post(call: _Call, url: str, body: dict[str, Any], headers: dict[str, 
 _VERSION_SUFFIX = re.compile(r"/v\d+[a-z0-9]*$")
 
 
-def _versioned(base_url: str, version: str) -> str:
+def versioned(base_url: str, version: str) -> str:
     """``base_url`` with the API version segment appended unless it already ends in one.
 
     Accepts both SDK-style roots (``https://api.anthropic.com``) and versioned roots (``.../v1``,
@@ -173,7 +173,7 @@ def _versioned(base_url: str, version: str) -> str:
 
 
 async def _call_anthropic(call: _Call) -> str:
-    url = f"{_versioned(call.base_url, 'v1')}/messages"
+    url = f"{versioned(call.base_url, 'v1')}/messages"
     headers = {"anthropic-version": ANTHROPIC_VERSION}
     if call.api_key:
         headers["x-api-key"] = call.api_key
@@ -204,7 +204,7 @@ async def _call_anthropic(call: _Call) -> str:
 
 async def _call_gemini(call: _Call) -> str:
     model = call.model.removeprefix("models/")
-    url = f"{_versioned(call.base_url, 'v1beta')}/models/{model}:generateContent"
+    url = f"{versioned(call.base_url, 'v1beta')}/models/{model}:generateContent"
     # The key travels in a header, never in the URL, so it cannot leak into an error message.
     headers = {"x-goog-api-key": call.api_key} if call.api_key else {}
     body = {"contents": [{"role": "user", "parts": [{"text": call.prompt}]}]}
@@ -270,7 +270,7 @@ def _env(name: str) -> str:
     return os.environ.get(name, "").strip() if name else ""
 
 
-def _prepare(
+def prepare(
     prompt: str, provider: str, model: str | None, base_url: str | None, api_key: str | None, timeout: float
 ) -> tuple[Backend, _Call]:
     """Resolve everything a request needs, raising every configuration error before any network."""
@@ -307,7 +307,7 @@ class LLMClient:
         api_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        self._backend, self._call = _prepare("", provider, model, base_url, api_key, timeout)
+        self._backend, self._call = prepare("", provider, model, base_url, api_key, timeout)
 
     async def complete(self, prompt: str) -> str:
         """Send ``prompt`` as one user message and return the model's text ("" if it gave none)."""
@@ -375,7 +375,7 @@ class LLMSettings:
     def check(self) -> LLMSettings:
         """Raise now what :meth:`complete` would raise before sending (unknown type, missing key,
         unset ``env:`` variable), so a command fails before it opens the store or reads chunks."""
-        _prepare("", self.provider, self.model, self.base_url, self.api_key, DEFAULT_TIMEOUT)
+        prepare("", self.provider, self.model, self.base_url, self.api_key, DEFAULT_TIMEOUT)
         return self
 
     def client(self, *, timeout: float = DEFAULT_TIMEOUT) -> LLMClient:

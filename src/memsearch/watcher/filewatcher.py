@@ -1,32 +1,5 @@
-"""The file watcher: filesystem events → debounced per-path events → one worker → the index.
-
-This module owns three pieces, each usable on its own:
-
-- :class:`FileWatcher` turns watchdog events into debounced :class:`WatchEvent` s and hands them,
-  one at a time and in order, to a callback running on a single worker thread with its own asyncio
-  event loop. A coroutine callback runs on that loop, so events never run concurrently and never
-  share a loop with another thread (timer threads driving one shared loop fail with "event loop is
-  already running" as soon as two files change at once). It is an object a long-lived owner (the
-  CLI, or the local memory service) starts and stops; ``start`` is idempotent, so using a started
-  watcher as a context manager is safe (a second start of the observer thread would raise), and a
-  stopped watcher can be started again.
-- :class:`IndexPolicy` answers "would ``index`` pick up this path?" with the scanner's own rule
-  (:func:`memsearch.scanner.should_index_path`), caching each verdict until one of the ignore files
-  that could change it changes (by mtime, ctime, size and inode), so an event does not re-read and
-  re-parse ignore files (a save burst would otherwise read every ignore file once per event).
-- :class:`IndexUpdater` is the callback that keeps an index in step: for every path an event
-  names it *reconciles* the index with the disk — a file that exists and should be indexed is
-  indexed, anything else has its chunks removed. Acting on the disk state rather than on the event
-  kind is what makes renames, editors' "write a temp file, rename it over the target" saves, and
-  bursts of mixed events come out right whatever order they arrive in (a handler per event kind
-  misses the rename at the end of an atomic save and leaves a renamed-away file's chunks behind).
-
-Also: moves are handled at both ends (the old path's chunks go, the new path is indexed); a single
-markdown file given as a root is watched (through its parent directory, filtered to that file,
-since watchdog watches directories); a deleted or moved-away folder drops the chunks of everything that
-was indexed below it; ``wait_idle``/``flush`` let a caller wait until everything that happened on
-disk before the call has been processed (tests and the service use it instead of sleeping).
-"""
+"""The :class:`FileWatcher`: watchdog events debounced per path, handed in order to one worker
+thread with its own event loop; fences for ``wait_idle``/``flush``."""
 
 from __future__ import annotations
 
@@ -39,181 +12,31 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from memsearch.errors import ConfigValueError, SourceFileNotFoundError, WatcherError
-from memsearch.scanner import DEFAULT_EXTENSIONS, should_index_path, validate_ignore_files
+from memsearch.errors import ConfigValueError, WatcherError
+from memsearch.scanner import DEFAULT_EXTENSIONS
+from memsearch.watcher.events import (
+    DEFAULT_DEBOUNCE_MS,
+    FENCE_PREFIX,
+    KEEP_PREVIOUS,
+    Callback,
+    PathLike,
+    Pending,
+    WatchEvent,
+    is_under,
+    pairs_to,
+    takes_one_argument,
+)
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
     from watchdog.observers.api import BaseObserver
 
-    from memsearch.indexer import Indexer
-
-__all__ = [
-    "DEFAULT_DEBOUNCE_MS",
-    "FileWatcher",
-    "IndexPolicy",
-    "IndexUpdater",
-    "WatchEvent",
-    "WatcherError",
-    "watch_index",
-]
 
 logger = logging.getLogger("memsearch.watcher")
-
-#: How long a path must stay quiet before its event is processed (the original's default).
-DEFAULT_DEBOUNCE_MS = 1500
-#: Name prefix of the short-lived marker files ``wait_idle``/``flush`` create to fence the event stream.
-FENCE_PREFIX = ".memsearch-watch-fence-"
-
-PathLike = str | os.PathLike[str]
-#: ``on_event(event_type, summary, path)``: one line of what an event did to the index.
-OnEvent = Callable[[str, str, Path], None]
-#: ``on_error(event_type, exc, path)``: an event failed for one path; the watcher keeps running.
-OnError = Callable[[str, BaseException, Path], None]
-#: What a :class:`FileWatcher` calls for each debounced event; may return an awaitable.
-Callback = Callable[["WatchEvent"], "Awaitable[Any] | None"]
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    """One debounced change.
-
-    ``event_type`` is ``created``, ``modified``, ``deleted`` or ``moved``. For ``moved``, ``path``
-    is the new path and ``src_path`` the old one. ``is_directory`` marks a folder that was deleted
-    or moved away: everything indexed below it is gone. The type says what was seen; consumers
-    should act on the disk state (see :class:`IndexUpdater`), as later changes may have followed.
-    """
-
-    event_type: str
-    path: Path
-    src_path: Path | None = None
-    is_directory: bool = False
-
-
-#: (pending type, newer type) pairs where the pending event stands: a move stays a move through
-#: edits of its new path (its old path must still go), and a new file stays new.
-_KEEP_PREVIOUS = frozenset({("moved", "modified"), ("moved", "created"), ("created", "modified")})
-
-
-@dataclass
-class _Pending:
-    event: WatchEvent
-    due: float
-
-
-def _takes_one_argument(callback: Callable[..., Any]) -> bool:
-    """Whether ``callback`` is this module's shape, ``callback(event)``; the original memsearch's
-    ``callback(event_type, path)`` takes two."""
-    try:
-        signature = inspect.signature(callback)
-    except (TypeError, ValueError):  # a builtin without a signature: assume ours
-        return True
-    try:
-        signature.bind(None, None)
-    except TypeError:
-        return True
-    try:
-        signature.bind(None)
-    except TypeError:
-        return False
-    return True
-
-
-def _pairs_to(callback: Callable[[str, Path], Any]) -> Callback:
-    """Adapt a callback of the original's shape: ``(event_type, path)`` with ``created``,
-    ``modified`` or ``deleted`` (a move is its old path deleted, then its new path created)."""
-
-    def adapted(event: WatchEvent) -> Any:
-        if event.event_type != "moved":
-            return callback(event.event_type, event.path)
-        if event.src_path is not None:
-            callback("deleted", event.src_path)
-        return callback("created", event.path)
-
-    return adapted
-
-
-# --- which paths count ----------------------------------------------------------------------
-
-
-class IndexPolicy:
-    """``should_index_path`` for fixed roots, with verdicts cached per path.
-
-    A cached verdict is reused while the ignore files in the directories from its root down to the
-    path are unchanged (same mtime, ctime, size and inode, or still missing): checking costs a
-    few ``stat`` calls, whereas the uncached rule reads and parses every ignore file on the way.
-    Thread-safe; roots are resolved once, at construction.
-    """
-
-    def __init__(
-        self,
-        roots: Iterable[PathLike],
-        *,
-        ignore_files: Iterable[str] | None = None,
-        exclude: Iterable[str] | None = None,
-        extensions: Sequence[str] = DEFAULT_EXTENSIONS,
-        max_entries: int = 10_000,
-    ) -> None:
-        self.roots = tuple(Path(r).expanduser().resolve() for r in roots)
-        self.ignore_files = validate_ignore_files(ignore_files)
-        self.exclude = tuple(exclude or ())
-        self.extensions = tuple(e.lower() for e in extensions)
-        self._dir_roots = tuple(r for r in self.roots if r.is_dir())
-        self._max_entries = max_entries
-        self._cache: dict[str, tuple[tuple[object, ...], bool]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, path: PathLike) -> bool:
-        candidate = Path(os.path.abspath(os.path.expanduser(path)))
-        if candidate.suffix.lower() not in self.extensions:
-            return False
-        key = str(candidate)
-        stamp = self._stamp(candidate)
-        with self._lock:
-            hit = self._cache.get(key)
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-        verdict = should_index_path(
-            candidate,
-            self.roots,
-            extensions=self.extensions,
-            ignore_files=self.ignore_files,
-            exclude=self.exclude,
-        )
-        with self._lock:
-            if len(self._cache) >= self._max_entries:
-                self._cache.clear()
-            self._cache[key] = (stamp, verdict)
-        return verdict
-
-    def _stamp(self, path: Path) -> tuple[object, ...]:
-        """The state of every ignore file that can affect ``path``'s verdict."""
-        if not self.ignore_files:
-            return ()
-        parts: list[object] = []
-        for root in self._dir_roots:
-            try:
-                rel = path.relative_to(root)
-            except ValueError:
-                continue
-            directory = root
-            for depth in range(len(rel.parts)):
-                if depth:
-                    directory = directory / rel.parts[depth - 1]
-                for name in self.ignore_files:
-                    try:
-                        st = os.stat(directory / name)
-                    except OSError:
-                        parts.append(None)
-                        continue
-                    parts.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
-        return tuple(parts)
-
 
 # --- the watcher ----------------------------------------------------------------------------
 
@@ -265,14 +88,14 @@ class FileWatcher:
         self.paths = tuple(Path(p).expanduser().resolve() for p in paths)
         self.callback: Callback = (
             cast(Callback, callback)
-            if _takes_one_argument(callback)
-            else _pairs_to(cast("Callable[[str, Path], Any]", callback))
+            if takes_one_argument(callback)
+            else pairs_to(cast("Callable[[str, Path], Any]", callback))
         )
         self.debounce_ms = debounce_ms
         self.path_filter = path_filter
         self.extensions = tuple(e.lower() for e in extensions)
         self._cond = threading.Condition()
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, Pending] = {}
         self._busy = False
         self._stopping = False
         self._fences_seen: set[str] = set()
@@ -358,8 +181,8 @@ class FileWatcher:
         """Which directories to watch, and which paths are in scope."""
         dirs = sorted({str(p) for p in self.paths if p.is_dir()})
         # A directory inside another root is already covered by the recursive watch.
-        dirs = [d for d in dirs if not any(_is_under(d, other) for other in dirs if other != d)]
-        files = {str(p) for p in self.paths if p.is_file() and not any(_is_under(str(p), d) for d in dirs)}
+        dirs = [d for d in dirs if not any(is_under(d, other) for other in dirs if other != d)]
+        files = {str(p) for p in self.paths if p.is_file() and not any(is_under(str(p), d) for d in dirs)}
         self._dir_roots = tuple(dirs)
         self._file_roots = frozenset(files)
         self._watched = tuple(dirs) + tuple(sorted({str(Path(f).parent) for f in files} - set(dirs)))
@@ -498,22 +321,22 @@ class FileWatcher:
         old = self._pending.pop(key, None)
         if old is not None:
             previous = old.event
-            if (previous.event_type, event.event_type) in _KEEP_PREVIOUS:
+            if (previous.event_type, event.event_type) in KEEP_PREVIOUS:
                 event = previous
             elif previous.src_path is not None and previous.src_path != event.src_path:
                 self._orphan(previous.src_path)
         # Re-inserted at the end: dict order is arrival order, the tie-break between equal due times.
-        self._pending[key] = _Pending(event, time.monotonic() + self.debounce_ms / 1000)
+        self._pending[key] = Pending(event, time.monotonic() + self.debounce_ms / 1000)
 
     def _orphan(self, path: Path) -> None:
         """The old path of a replaced move still needs its chunks removed (lock held)."""
         if str(path) not in self._pending:
-            self._pending[str(path)] = _Pending(
+            self._pending[str(path)] = Pending(
                 WatchEvent("deleted", path), time.monotonic() + self.debounce_ms / 1000
             )
 
     def _in_scope(self, path: str) -> bool:
-        return path in self._file_roots or any(_is_under(path, root) for root in self._dir_roots)
+        return path in self._file_roots or any(is_under(path, root) for root in self._dir_roots)
 
     def _markdown_in_scope(self, path: str) -> bool:
         return os.path.splitext(path)[1].lower() in self.extensions and self._in_scope(path)
@@ -526,7 +349,7 @@ class FileWatcher:
     def _visible_dir(self, path: str) -> bool:
         """A folder below a directory root whose relative path has no hidden component."""
         for root in self._dir_roots:
-            if _is_under(path, root) and path != root:
+            if is_under(path, root) and path != root:
                 rel = os.path.relpath(path, root)
                 return not any(part.startswith(".") for part in Path(rel).parts)
         return False
@@ -577,139 +400,3 @@ class FileWatcher:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
-
-
-# --- keeping an index in step ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    indexed: bool
-    chunks: int  # embedded when indexed, removed otherwise
-
-
-class IndexUpdater:
-    """The :class:`FileWatcher` callback that keeps an :class:`~memsearch.indexer.Indexer`'s index
-    in step with the disk.
-
-    Each path an event names is reconciled: a file that exists and passes ``policy`` is indexed
-    (only changed chunks are embedded), anything else has its chunks removed and is dropped from the
-    manifest. ``on_event(event_type, summary, path)`` gets one line per real change
-    (``Indexed N chunks from P``, ``Removed chunks for P``, ``Moved OLD -> NEW (indexed N chunks)``);
-    removing a file that had no chunks is silent. ``on_error(event_type, exc, path)`` gets each
-    failure, which never stops the watcher; without ``on_error`` failures are logged as warnings.
-    """
-
-    def __init__(
-        self,
-        indexer: Indexer,
-        policy: Callable[[Path], bool],
-        *,
-        on_event: OnEvent | None = None,
-        on_error: OnError | None = None,
-    ) -> None:
-        self.indexer = indexer
-        self.policy = policy
-        self.on_event = on_event
-        self.on_error = on_error
-
-    async def __call__(self, event: WatchEvent) -> None:
-        if event.is_directory:
-            removed = await self._guard(event.event_type, event.path, self._remove_tree(event.path))
-            if removed:
-                self._report(
-                    "deleted", f"Removed chunks for {removed} file(s) under {event.path}", event.path
-                )
-            return
-        moved_from: Path | None = None
-        if event.src_path is not None:
-            old = await self._guard(event.event_type, event.src_path, self._sync(event.src_path))
-            if old is not None and old.indexed:  # the old path exists again: an index of its own
-                self._report("modified", _indexed(old.chunks, event.src_path), event.src_path)
-            elif old is not None and old.chunks:
-                moved_from = event.src_path
-        new = await self._guard(event.event_type, event.path, self._sync(event.path))
-        if new is not None and new.indexed:
-            if moved_from is not None:
-                summary = f"Moved {moved_from} -> {event.path} (indexed {new.chunks} chunks)"
-                self._report("moved", summary, event.path)
-            else:
-                kind = "modified" if event.event_type == "deleted" else event.event_type
-                self._report(kind, _indexed(new.chunks, event.path), event.path)
-            return
-        if moved_from is not None:
-            self._report("deleted", f"Removed chunks for {moved_from}", moved_from)
-        if new is not None and new.chunks:
-            self._report("deleted", f"Removed chunks for {event.path}", event.path)
-
-    async def _sync(self, path: Path) -> _Outcome:
-        """Make the index agree with the disk for one path."""
-        if path.is_file() and self.policy(path):
-            try:
-                return _Outcome(True, await self.indexer.index_file(path))
-            except SourceFileNotFoundError:
-                pass  # deleted since the check: remove it below
-        return _Outcome(False, sum(self.indexer.remove(path).values()))
-
-    async def _remove_tree(self, path: Path) -> int:
-        return len(self.indexer.remove(path, directory=True))
-
-    async def _guard(self, event_type: str, path: Path, work: Awaitable[Any]) -> Any:
-        """Run one path's work; a failure goes to ``on_error`` and yields None."""
-        try:
-            return await work
-        except Exception as exc:
-            from memsearch.indexer import format_error
-
-            if self.on_error is None:
-                logger.warning("watch: %s failed for %s: %s", event_type, path, format_error(exc))
-                return None
-            logger.debug("watch: %s failed for %s", event_type, path, exc_info=True)
-            try:
-                self.on_error(event_type, exc, path)
-            except Exception:
-                logger.exception("watch on_error callback failed")
-            return None
-
-    def _report(self, event_type: str, summary: str, path: Path) -> None:
-        logger.info("%s", summary)
-        if self.on_event is not None:
-            try:
-                self.on_event(event_type, summary, path)
-            except Exception:
-                logger.exception("watch on_event callback failed")
-
-
-def _indexed(chunks: int, path: Path) -> str:
-    return f"Indexed {chunks} chunks from {path}"
-
-
-def watch_index(
-    indexer: Indexer,
-    *,
-    on_event: OnEvent | None = None,
-    on_error: OnError | None = None,
-    debounce_ms: int | None = None,
-    runner: Callable[[Any], Any] | None = None,
-) -> FileWatcher:
-    """Watch ``indexer``'s paths with its ignore rules and keep its index in step; returns the
-    started watcher (``MemSearch.watch`` is this, for the instance's own indexer).
-
-    ``runner``, when given, runs each update coroutine instead of the watcher's own loop: the memory
-    service passes its engine loop's runner, so watcher updates never run concurrently with the
-    requests it serves on the same store.
-    """
-    settings = indexer.settings
-    policy = IndexPolicy(settings.paths, ignore_files=settings.ignore_files, exclude=settings.exclude)
-    updater = IndexUpdater(indexer, policy, on_event=on_event, on_error=on_error)
-    delay = DEFAULT_DEBOUNCE_MS if debounce_ms is None else debounce_ms
-    callback: Any = updater if runner is None else (lambda event: runner(updater(event)))
-    return FileWatcher(settings.paths, callback, delay, path_filter=policy).start()
-
-
-# --- helpers --------------------------------------------------------------------------------
-
-
-def _is_under(path: str, root: str) -> bool:
-    """``path`` is ``root`` or inside it (on path boundaries: ``docs2`` is not under ``docs``)."""
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

@@ -1,0 +1,162 @@
+"""The prompt a task sends (template, current state, newest journals within a budget) and reading
+the model's JSON answer out of whatever text surrounds it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsearch.errors import MaintenanceError
+from memsearch.maintenance.common import (
+    JOURNAL_FILES,
+    MAX_PROMPT_CHARS,
+    MAX_TOOL_CALLS,
+    TOOL_NAME,
+    one_line,
+    read_text,
+)
+
+if TYPE_CHECKING:
+    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
+
+    TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
+    from memsearch.maintenance.tasks import TaskRun
+
+
+# --- the prompt -------------------------------------------------------------------------------
+
+
+def recent_journals(input_dir: Path, budget: int, files: int = JOURNAL_FILES) -> str:
+    """The newest ``files`` markdown files under ``input_dir``, oldest first, each after a
+    ``<!-- journal: name -->`` line; when longer than ``budget`` the oldest text is cut (the newest
+    entries always survive). Bytes that are not UTF-8 are replaced, never fatal."""
+    found: list[tuple[float, str, Path]] = []
+    if input_dir.is_dir():
+        for path in input_dir.rglob("*.md"):
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    found.append((path.stat().st_mtime, path.name, path))
+    found.sort()
+    parts = []
+    for _, _, path in found[-files:] if files > 0 else []:
+        text = read_text(path)
+        parts.append(f"<!-- journal: {path.relative_to(input_dir).as_posix()} -->\n{text.strip()}\n")
+    text = "\n".join(parts)
+    if len(text) <= budget:
+        return text
+    if budget <= 0:
+        return ""
+    marker = "[older journal text left out]\n"
+    return (marker + text[-(budget - len(marker)) :]) if budget > len(marker) else text[-budget:]
+
+
+def _tools_note(tools: bool) -> str:
+    if not tools:
+        return " You cannot open those conversations here; rely on the notes."
+    return (
+        f" You may call the {TOOL_NAME} tool (at most {MAX_TOOL_CALLS} times) with one read command: "
+        "`memsearch transcript <file> [--turn <id>]` to read an original conversation named by an "
+        "anchor, `memsearch expand <chunk_hash>` to see a memory section in full, or "
+        '`memsearch search "<query>"` to find related notes.'
+    )
+
+
+def build_prompt(run: TaskRun, *, tools: bool, limit: int = MAX_PROMPT_CHARS) -> str:
+    """The task's prompt: its template (``prompts.<task>`` or the built-in one) with the
+    placeholders filled, the current state, then the newest journals within the budget."""
+    from memsearch.prompts import load_prompt
+
+    ctx = run.ctx
+    name = run.task.name
+    template = load_prompt(name, override_path=getattr(ctx.config.prompts, name, "") or None)
+    note = _tools_note(tools)
+    values = {
+        "{{AGENT_NAME}}": ctx.platform.agent_name,
+        "{{TASK_NAME}}": name,
+        "{{PROJECT_DIR}}": str(ctx.project_dir),
+        "{{INPUT_DIR}}": str(run.input_dir),
+        "{{OUTPUT_FILE}}": str(run.output),
+        "{{MIN_OCCURRENCES}}": str(getattr(run.settings, "min_occurrences", 1)),
+        "{{TOOLS_NOTE}}": note,
+    }
+    placed = "{{TOOLS_NOTE}}" in template
+    for marker, value in values.items():
+        template = template.replace(marker, value)
+    if tools and not placed:
+        template += "\n" + note.strip() + "\n"
+    current = run.task.current(run)
+    budget = limit - len(template) - len(current) - 200
+    journals = recent_journals(run.input_dir, max(0, budget))
+    return (
+        f"{template.rstrip()}\n\n## {run.task.current_title}\n\n{current}\n\n"
+        f"## Recent memory journals\n\n{journals.strip() or '(no journals)'}\n"
+    )
+
+
+# --- the answer -------------------------------------------------------------------------------
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index after the bracket closing the one at ``start`` (strings respected), or None."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]":
+            if not stack or stack.pop() != char:
+                return None
+            if not stack:
+                return index + 1
+    return None
+
+
+def _top_level_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in ``text`` that are not inside another JSON value, in order.
+
+    Prose around them, code fences and invalid bracketed spans are skipped; a value cut off
+    midway ends the scan, so nothing nested inside it is mistaken for the answer.
+    """
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    cursor = 0
+    while True:
+        starts = [i for i in (text.find("{", cursor), text.find("[", cursor)) if i >= 0]
+        if not starts:
+            return found
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            skip = _balanced_end(text, start)
+            if skip is None:
+                return found
+            cursor = skip
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        cursor = end
+
+
+def parse_answer(raw: str, key: str) -> dict[str, Any]:
+    """The model's answer: the last top-level JSON object in ``raw`` that has ``key``."""
+    for value in reversed(_top_level_objects(raw)):
+        if key in value:
+            return dict(value)
+    shown = one_line(raw, 120) or "(empty)"
+    raise MaintenanceError(
+        f'The model did not answer with a JSON object holding "{key}" (it said: {shown}).',
+        hint="Try again later or another model; a custom prompt must ask for the built-in JSON answer.",
+    )

@@ -1,0 +1,127 @@
+"""The session-start side: which tasks are due (cheaply), starting a detached run, PROJECT.md and
+USER.md as context for the model, and indexing the files a run rewrote."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memsearch.errors import MemSearchError, ServiceError
+from memsearch.maintenance.common import CONTEXT_CHARS, LOCK_FILE, LOG_FILE, LOG_MAX, read_text
+from memsearch.maintenance.state import (
+    check_due,
+    input_digest,
+    input_stamp,
+    load_state,
+    run_lock,
+    state_key,
+    task_paths,
+    task_settings,
+)
+from memsearch.maintenance.tasks import TASKS
+
+if TYPE_CHECKING:
+    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
+    from memsearch.hooks.base import HookContext
+
+    TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
+
+
+def index_files(ctx: HookContext, files: Sequence[Path], log: Callable[[str], None] | None = None) -> None:
+    """Index rewritten PROJECT.md/USER.md like a journal (through the memory service when one
+    runs). A failure is logged, never raised: the file is written and the next run retries."""
+    from memsearch.memory import open_memory
+
+    say = log or (lambda message: None)
+    paths = [str(f) for f in files]
+    try:
+        description = ctx.description()
+        with open_memory(ctx.config, paths, description=description) as memory:
+            try:
+                memory.run(memory.index_with_report())
+                return
+            except ServiceError as exc:  # only the service raises it: index here instead
+                say(f"memory service unavailable ({exc.one_line()}); indexing directly")
+        with open_memory(ctx.config, paths, service=False, description=description) as memory:
+            memory.run(memory.index_with_report())
+    except Exception as exc:
+        detail = exc.one_line() if isinstance(exc, MemSearchError) else f"{type(exc).__name__}: {exc}"
+        say(f"{', '.join(f.name for f in files)} written but not indexed: {detail}")
+
+
+# --- the session-start hook -------------------------------------------------------------------
+
+
+def due_tasks(ctx: HookContext) -> list[str]:
+    """The tasks of ``ctx``'s platform that would run now (enabled, interval passed, journals
+    changed). Reads the config, the state file and the journals; runs nothing."""
+    state = load_state(ctx.memsearch_dir)
+    names = []
+    for task in TASKS.values():
+        settings = task_settings(ctx, task.name)
+        if not settings.enabled:
+            continue
+        entry = state.get(state_key(ctx.platform.name, task.name), {})
+        if not check_due(settings, entry, None)[0]:
+            continue  # the interval has not passed: no need to read the journals
+        input_dir, _ = task_paths(ctx, task, settings)
+        if entry.get("last_action") != "error" and entry.get("last_input_stamp") == input_stamp(input_dir):
+            continue  # the journals are untouched since the last success: no need to hash them
+        if check_due(settings, entry, input_digest(input_dir))[0]:
+            names.append(task.name)
+    return names
+
+
+def lock_held(memsearch_dir: Path) -> bool:
+    """Whether a maintenance run holds the lock right now."""
+    if not (memsearch_dir / LOCK_FILE).exists():
+        return False
+    with run_lock(memsearch_dir) as locked:
+        return not locked
+
+
+def start_due_tasks(ctx: HookContext) -> int | None:
+    """Start a detached ``memsearch maintenance run --hook-worker`` when a task is due and no run
+    is in progress; its pid, or None. The hook does not wait for it."""
+    from memsearch.hooks import processes
+
+    if not due_tasks(ctx) or lock_held(ctx.memsearch_dir):
+        return None
+    log = ctx.memsearch_dir / LOG_FILE
+    try:
+        keep = log.stat().st_size < LOG_MAX
+    except OSError:
+        keep = True
+    argv = processes.memsearch_argv("maintenance", "run", "--platform", ctx.platform.name, "--hook-worker")
+    payload = json.dumps(ctx.to_json()).encode("utf-8")
+    return processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+
+
+def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:
+    """PROJECT.md and USER.md (where ``project_review``/``user_profile`` write them) for the model,
+    together within ``budget`` characters; a cut file says where the rest is. "" when neither exists."""
+    files: list[tuple[str, Path, str]] = []
+    for name in ("project_review", "user_profile"):
+        task = TASKS[name]
+        _, path = task_paths(ctx, task, task_settings(ctx, name))
+        text = read_text(path).strip()
+        if text:
+            files.append((Path(task.default_output).name, path, text))
+    parts: list[str] = []
+    left = budget
+    for index, (label, path, text) in enumerate(files):
+        share = left // (len(files) - index)
+        head = f"[memsearch] {label} ({path}):\n"
+        room = share - len(head)
+        if room <= 0:
+            continue
+        if len(text) > room:
+            tail = f"\n…(cut; the whole file is {path})"
+            cut = text[: max(0, room - len(tail))]
+            cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
+            text = cut.rstrip() + tail
+        parts.append(head + text)
+        left -= len(head) + len(text)
+    return "\n\n".join(parts)

@@ -1,0 +1,182 @@
+"""Installing a candidate into the agents' skills folders: where each host reads skills, the
+copy (never silently over a file memsearch did not write), and how recorded installs look now."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memsearch.errors import (
+    NoInstallTargetError,
+    SkillExistsError,
+    SkillInputError,
+)
+from memsearch.files import atomic_write
+from memsearch.skills.names import SKILL_FILE, content_hash, same_version, utc_now
+from memsearch.skills.repo import (
+    commit_all,
+    ensure_repo,
+    file_errors,
+    keep_manual_edits,
+    store_lock,
+    write_meta,
+)
+from memsearch.skills.store import Candidate, candidates_root, read_candidate, read_meta
+
+#: Where each host reads skills: platform -> (project-level folder relative to the project,
+#: user-level folder). ``~`` and ``$VAR`` are expanded; see :func:`host_skill_dir` for the
+#: environment variables each host honours.
+HOST_SKILL_DIRS: dict[str, tuple[str, str]] = {
+    "claude-code": (".claude/skills", "~/.claude/skills"),
+    "codex": (".agents/skills", "~/.agents/skills"),
+    "openclaw": ("skills", "~/.openclaw/skills"),
+    "opencode": (".opencode/skills", "~/.config/opencode/skills"),
+}
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """One destination of an install: ``action`` is ``created``, ``updated``, ``unchanged`` or
+    ``replaced`` (a file memsearch did not write, replaced with ``force``; the old one is kept as
+    ``backup``)."""
+
+    path: Path
+    action: str
+    backup: Path | None = None
+
+
+def host_skill_dir(
+    platform: str, project_dir: Path, *, user: bool = False, env: Mapping[str, str] | None = None
+) -> Path:
+    """The folder ``platform`` reads skills from: in the project, or for the user (all projects).
+    Honoured: ``CLAUDE_CONFIG_DIR`` (Claude Code), ``OPENCLAW_STATE_DIR`` (OpenClaw),
+    ``XDG_CONFIG_HOME`` (OpenCode)."""
+    env = os.environ if env is None else env
+    try:
+        project_rel, user_dir = HOST_SKILL_DIRS[platform]
+    except KeyError:
+        raise SkillInputError(
+            f"unknown platform {platform!r}", f"use one of: {', '.join(HOST_SKILL_DIRS)}"
+        ) from None
+    if not user:
+        return Path(project_dir) / project_rel
+    home = Path(env.get("HOME") or Path.home())
+    overrides = {
+        "claude-code": ("CLAUDE_CONFIG_DIR", "skills"),
+        "openclaw": ("OPENCLAW_STATE_DIR", "skills"),
+        "opencode": ("XDG_CONFIG_HOME", "opencode/skills"),
+    }
+    var, tail = overrides.get(platform, ("", ""))
+    if var and env.get(var, "").strip():
+        return Path(env[var].strip()).expanduser() / tail
+    return home / user_dir.removeprefix("~/")
+
+
+def install_candidate(
+    memsearch_dir: Path,
+    name: str,
+    destinations: Sequence[Path],
+    *,
+    force: bool = False,
+) -> list[InstallResult]:
+    """Copy a candidate's SKILL.md into each skills folder in ``destinations`` (as
+    ``<folder>/<slug>/SKILL.md``) and record the install in the store (one commit).
+
+    A ``SKILL.md`` already there that memsearch did not put there (a user's own skill, or an
+    installed copy edited since) is never overwritten silently: the whole install is refused with
+    :class:`~memsearch.errors.SkillExistsError` before anything is written, unless ``force``,
+    which keeps the old file as ``SKILL.md.bak``."""
+    if not destinations:
+        raise NoInstallTargetError(
+            "no install destination given",
+            "pass --platform (claude-code, codex, openclaw, opencode) or --path <skills folder>",
+        )
+    memsearch_dir = Path(memsearch_dir)
+    root = candidates_root(memsearch_dir)
+    with file_errors(f"install {name}"), store_lock(memsearch_dir):
+        candidate = read_candidate(memsearch_dir, name)
+        data = candidate.path.read_bytes()
+        digest = content_hash(data)
+        recorded = dict(candidate.installs)
+        targets = list(
+            dict.fromkeys(Path(d).expanduser().absolute() / candidate.slug / SKILL_FILE for d in destinations)
+        )
+        plan: list[tuple[Path, str]] = []
+        foreign: list[Path] = []
+        for target in targets:
+            if target.exists() and not target.is_file():
+                raise SkillExistsError(
+                    f"{target} exists and is not a file", "move it away, then install again"
+                )
+            try:
+                current = target.read_bytes()
+            except FileNotFoundError:
+                plan.append((target, "created"))
+                continue
+            if current == data:
+                plan.append((target, "unchanged"))
+            elif same_version(recorded.get(str(target), ""), current):
+                plan.append((target, "updated"))
+            else:
+                foreign.append(target)
+        if foreign and not force:
+            listed = ", ".join(str(p) for p in foreign)
+            raise SkillExistsError(
+                f"{listed} already exists and is not a copy memsearch installed (a skill of yours, or "
+                "an installed copy edited since); nothing was installed",
+                "compare the two files, then run again with --force to replace it "
+                "(the old file is kept as SKILL.md.bak), or install to another --path",
+            )
+        plan += [(p, "replaced") for p in foreign]
+        results: list[InstallResult] = []
+        for target, action in plan:
+            backup: Path | None = None
+            if action == "replaced":
+                backup = target.with_name(SKILL_FILE + ".bak")
+                os.replace(target, backup)
+            if action != "unchanged":
+                atomic_write(target, data)
+            results.append(InstallResult(target, action, backup))
+        ensure_repo(root)
+        keep_manual_edits(root, f"Install {candidate.slug}")
+        meta = read_meta(candidate.path.parent)
+        installs: dict[str, Any] = (
+            dict(meta.get("installs") or {}) if isinstance(meta.get("installs"), dict) else {}
+        )
+        installs.update({str(r.path): digest for r in results})
+        now = utc_now()
+        meta.setdefault("name", candidate.slug)
+        meta.setdefault("created_at", now)
+        meta["installs"] = dict(sorted(installs.items()))
+        meta["status"] = "installed"
+        meta["installed_paths"] = sorted(installs)
+        meta["content_hash"] = meta["installed_hash"] = digest
+        meta["installed_at"] = meta["updated_at"] = now
+        write_meta(candidate.path.parent, meta)
+        commit_all(root, f"Install {candidate.slug} -> {len(results)} folder(s)")
+    return results
+
+
+@dataclass(frozen=True)
+class InstallState:
+    """How one recorded install looks now: ``current`` (the installed version is there),
+    ``missing`` (deleted), ``edited`` (changed since memsearch wrote it)."""
+
+    path: str
+    state: str
+
+
+def install_states(candidate: Candidate) -> list[InstallState]:
+    """Check each place the candidate was installed to (files only)."""
+    out: list[InstallState] = []
+    for path, digest in candidate.installs:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            out.append(InstallState(path, "missing"))
+            continue
+        out.append(InstallState(path, "current" if same_version(digest, data) else "edited"))
+    return out
