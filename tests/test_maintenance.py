@@ -103,7 +103,9 @@ def api_tasks(model_url: str, interval: int = 0) -> str:
 
 def env_for(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE"))}
-    env.update(HOME=str(home), HF_HUB_OFFLINE="1", **extra)
+    # The model's lookups run `memsearch search`: no memory service on demand, which would outlive
+    # the test by its idle period.
+    env.update({"HOME": str(home), "HF_HUB_OFFLINE": "1", "MEMSEARCH_SERVICE_AUTOSTART": "0", **extra})
     return env
 
 
