@@ -1,4 +1,5 @@
-"""jieba's dictionary is loaded only when a Han text is segmented, and the tokens do not change.
+"""jieba's dictionary is loaded only when a Han text is segmented, in compact form, and the tokens
+do not change.
 
 Each check runs in a fresh process: jieba's tokenizer is process-wide, and what is measured is
 what a process that never sees Chinese loads.
@@ -68,7 +69,12 @@ def test_tokens_are_the_same_and_chinese_loads_the_dictionary(tmp_path: Path) ->
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip() and not any("\u4e00" <= ch <= "\u9fd5" for ch in line)
     ]
-    chinese = ["数据库连接超时，重启 Milvus 之后 C++ 服务恢复了", "我们决定用 jieba 分词 AT&T"]
+    chinese = ["数据库连接超时，重启 Milvus 之后 C++ 服务恢复了", "我们决定用 jieba 分词 AT&T"] + [
+        line
+        for path in sorted((tmp_path / "c" / "memory").glob("*.md"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if any("\u4e00" <= ch <= "\u9fd5" for ch in line)
+    ]
     (tmp_path / "texts.json").write_text(json.dumps([english, chinese]), encoding="utf-8")
     code = """
         import json, jieba
@@ -81,17 +87,18 @@ def test_tokens_are_the_same_and_chinese_loads_the_dictionary(tmp_path: Path) ->
         still_deferred, entries = jieba_loader.deferred(), len(jieba.dt.FREQ)
         lazy_zh = [analyzer.tokenize(t) for t in chinese]
         loaded = not jieba_loader.deferred() and len(jieba.dt.FREQ) > 100_000
+        compact = type(jieba.dt.FREQ).__name__ == "CompactFreq"
         full = jieba.Tokenizer()
         full.initialize()
         def tokens(text):
             return [w.strip().lower() for w in full.cut_for_search(text) if w.strip()]
         same = lazy == [tokens(t) for t in english] and lazy_zh == [tokens(t) for t in chinese]
-        print(json.dumps([len(english), still_deferred, entries, loaded, same]))
+        print(json.dumps([len(english), len(chinese), still_deferred, entries, loaded, compact, same]))
     """
-    count, still_deferred, entries, loaded, same = run(code, tmp_path)
-    assert count > 300
+    count, count_zh, still_deferred, entries, loaded, compact, same = run(code, tmp_path)
+    assert count > 300 and count_zh > 20
     assert still_deferred and entries == len(NON_HAN_ENTRIES)
-    assert loaded
+    assert loaded and compact  # the dictionary as memsearch.jieba_dict keeps it
     assert same
 
 
