@@ -30,6 +30,7 @@ from memsearch.embeddings.onnx import (
     l2_normalize,
     pad_batch,
     resolve_model_files,
+    token_groups,
 )
 from memsearch.errors import ModelNotFoundError
 
@@ -169,6 +170,35 @@ def test_session_is_created_once_per_process(onnx: OnnxEmbedding) -> None:
     second.encode(["warm"])
     assert get_session(second.files.onnx) is session
     assert time.perf_counter() - started < 0.5
+
+
+async def test_a_released_model_is_dropped_and_loads_again_on_the_next_call(onnx: OnnxEmbedding) -> None:
+    """``release_model`` (a one-shot CLI process) lets the session go; the next embed reloads it
+    and gives the same vectors."""
+    before = await onnx.embed_query(["where is the staging database"])
+    session = get_session(onnx.files.onnx)
+    onnx.release_model()
+    after = await onnx.embed_query(["where is the staging database"])
+    assert get_session(onnx.files.onnx) is not session
+    assert after == before
+
+
+def test_token_groups_keep_each_run_within_the_budget() -> None:
+    assert token_groups([], 256) == []
+    assert token_groups([256, 256, 256], 256) == [(0, 1), (1, 2), (2, 3)]
+    assert token_groups([10, 20, 60, 64, 65, 300], 256) == [(0, 4), (4, 5), (5, 6)]
+    assert token_groups([5] * 60, 256) == [(0, 51), (51, 60)]
+
+
+def test_long_texts_run_in_groups_with_the_vectors_of_one_at_a_time(onnx: OnnxEmbedding) -> None:
+    texts = ["short query", "a somewhat longer text about the deploy pipeline"] + [
+        f"chunk {i}: " + "the staging database listens on port 6543 and the cache on 6379 " * 12
+        for i in range(3)
+    ]
+    together = onnx.encode(texts)
+    alone = np.vstack([onnx.encode([text]) for text in texts])
+    assert together.shape == (5, 384)
+    assert np.allclose(together, alone, atol=1e-5)
 
 
 async def test_local_directory_model(tmp_path: Path, onnx: OnnxEmbedding) -> None:
@@ -405,3 +435,38 @@ def test_a_damaged_optimised_copy_is_dropped_and_the_source_graph_used(tmp_path:
     again = _embed_in_a_process(env)
     assert np.allclose(again, good, atol=1e-4)
     assert not copy.exists()  # dropped; the next process builds it again
+
+
+_BUILD_WATCHED = (
+    "import json, sys\n"
+    "children = []\n"
+    "sys.addaudithook(lambda event, args: children.append(1)"
+    " if event == 'subprocess.Popen' and 'build_optimized' in str(args) else None)\n"
+    "if sys.argv[1] == 'no-interpreter':\n"
+    "    sys.executable = ''\n"
+    "from memsearch.embeddings.onnx import OnnxEmbedding\n"
+    "vector = OnnxEmbedding().encode(['the staging database listens on port 6543'])[0]\n"
+    "print(json.dumps([len(children), vector.tolist()]))\n"
+)
+
+
+@pytest.mark.parametrize("interpreter", ["child", "no-interpreter"])
+def test_the_optimised_copy_is_built_in_a_child_process_else_here(tmp_path: Path, interpreter: str) -> None:
+    """Folding the graph peaks at ~215 MB over the process: a child process does it, so the
+    process that goes on to index or search never holds that memory. Without a usable
+    interpreter to start (an application embedding Python), the process builds it itself."""
+    import subprocess
+
+    env = {**os.environ, "HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", _BUILD_WATCHED, interpreter],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    children, vector = json.loads(out.stdout.splitlines()[-1])
+    assert children == (1 if interpreter == "child" else 0)
+    (copy,) = (tmp_path / ".memsearch" / "onnx-optimized").iterdir()
+    assert (copy / "weights").stat().st_size > 50_000_000 and len(vector) == 384

@@ -252,3 +252,63 @@ async def test_model_warm_up_runs_beside_the_store_and_never_fails_a_run_itself(
         assert (report.indexed_chunks, report.changed_files, report.status) == (1, 1, "ok")
         assert _WarmFails.warmed == 2
         assert [h["content"] for h in await ms.search("gamma", top_k=1)] == ["# A\n\nalpha gamma"]
+
+
+class _Releases(HashEmbedder):
+    """Records each batch it embeds and each time it is told to drop its model."""
+
+    events: ClassVar[list[str]] = []
+
+    async def _embed_batch(self, conn: object, texts: list[str], *, query: bool) -> list[list[float]]:
+        _Releases.events.append(f"{'query' if query else 'embed'} {len(texts)}")
+        return await super()._embed_batch(conn, texts, query=query)
+
+    def release_model(self) -> None:
+        _Releases.events.append("release")
+
+
+@pytest.fixture
+def releases() -> list[str]:
+    register_provider(
+        ProviderSpec("hash-releases", _Releases, DEFAULT_MODEL, None, frozenset({"model", "batch_size"}))
+    )
+    _Releases.events.clear()
+    return _Releases.events
+
+
+async def test_a_one_shot_run_embeds_a_small_change_before_the_store_and_drops_the_model(
+    notes: Path, tmp_path: Path, releases: list[str]
+) -> None:
+    """``keep_model=False`` (one CLI index or search): a small change is embedded into the
+    embedding cache before the store opens and the model dropped, so the upsert takes the vector
+    from the cache; a search drops the model once the query is embedded. A library user's
+    instance (the default) keeps its model."""
+    with make([notes], tmp_path, embedding_provider="hash-releases") as ms:
+        assert await ms.index() == 3
+        await ms.search("pool", top_k=1)
+    assert releases == ["embed 3", "query 1"]  # kept: never released
+
+    releases.clear()
+    write(notes / "db.md", "# Database\n\nThe connection pool was resized to forty.\n")
+    with make([notes], tmp_path, embedding_provider="hash-releases", keep_model=False) as ms:
+        report = await ms.index_with_report()
+        from_cache = ms.embedder.hits  # type: ignore[attr-defined]
+        hits = await ms.search("resized pool", top_k=1)
+    assert report.indexed_chunks == 1
+    assert from_cache >= 1  # the upsert's vector came from the cache the ahead step filled
+    assert releases == ["embed 1", "release", "query 1", "release"]
+    assert "forty" in hits[0]["content"]
+
+
+async def test_a_big_one_shot_run_keeps_embedding_beside_the_store(
+    tmp_path: Path, releases: list[str]
+) -> None:
+    """More new texts than one upsert step: the pipelined path, the model dropped after the last batch."""
+    root = tmp_path / "notes"
+    for i in range(70):
+        write(root / f"n{i:02}.md", f"# Note {i}\n\nfact number {i} about topic{i}\n")
+    with make([root], tmp_path, embedding_provider="hash-releases", keep_model=False) as ms:
+        assert await ms.index() == 70
+        assert ms.embedder.hits == 0  # type: ignore[attr-defined]  # nothing embedded ahead
+    assert releases[-1] == "release" and releases.count("release") == 1
+    assert sum(int(e.split()[1]) for e in releases if e.startswith("embed")) == 70

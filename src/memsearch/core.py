@@ -63,6 +63,7 @@ class MemSearch(Memory):
         lock_timeout: float = 10.0,
         embedding_cache: bool = True,
         bm25_analyzer: str = "auto",
+        keep_model: bool = True,
     ) -> None:
         from memsearch.embeddings import DEFAULT_MODELS, PROVIDERS
 
@@ -95,6 +96,10 @@ class MemSearch(Memory):
         self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
         self._use_cache = embedding_cache
+        #: False for a process that embeds once and then works on the store (one CLI search or
+        #: index): a local model is dropped as soon as the last text is embedded, so its memory
+        #: (~80 MB and its working buffers) is free before Milvus Lite's own peak (BM25, flush).
+        self._keep_model = keep_model
         self._max_chunk_size = max_chunk_size
         self._overlap_lines = overlap_lines
         self._embedder: EmbeddingProvider | None = None
@@ -261,6 +266,7 @@ class MemSearch(Memory):
             store=lambda: self.store,
             embedder=lambda: self.embedder,
             manifest_file=self._manifest_file(),
+            release_model=not self._keep_model,
             lite_path=self._lite_path(),
             model=lambda: self._model,
         )
@@ -396,13 +402,14 @@ class MemSearch(Memory):
             # BM25 leg, which needs no vector, on a worker thread while the model loads and embeds
             # the query; the model's work releases the GIL, so the two overlap on 2 cores. Once
             # both are loaded, the same overlap measured no faster (GIL hand-offs eat the gain).
+            release = not self._keep_model
             vectors, (store, leg_hits["sparse"]) = await asyncio.gather(
-                _embed_query(embedder, query), asyncio.to_thread(lexical)
+                _embed_query(embedder, query, release), asyncio.to_thread(lexical)
             )
             if self._embedder is not embedder:  # the store settled another model (_settle_model)
-                vectors = await _embed_query(self.embedder, query)
+                vectors = await _embed_query(self.embedder, query, release)
         else:
-            vectors = await _embed_query(embedder, query)
+            vectors = await _embed_query(embedder, query, not self._keep_model)
             store = self._search_store()
         # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place).
         results: list[dict[str, Any]] = store.search(
@@ -490,8 +497,11 @@ class MemSearch(Memory):
         self.close()
 
 
-async def _embed_query(embedder: EmbeddingProvider, query: str) -> list[list[float]]:
-    return await embedder.embed_query([query])
+async def _embed_query(embedder: EmbeddingProvider, query: str, release: bool) -> list[list[float]]:
+    vectors = await embedder.embed_query([query])
+    if release:
+        embedder.release_model()
+    return vectors
 
 
 def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:

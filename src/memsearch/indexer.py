@@ -218,6 +218,7 @@ class Indexer:
         manifest_file: Path | None,
         lite_path: Path | None = None,
         model: Callable[[], str] | None = None,
+        release_model: bool = False,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -225,6 +226,9 @@ class Indexer:
         self._manifest_file = manifest_file
         self._lite_path = lite_path
         self._model = model
+        #: Drop a local model once the last batch is embedded, before the last upsert and the
+        #: flush (``MemSearch(keep_model=False)``: a process that indexes once).
+        self._release_model = release_model
 
     def _model_settled(self) -> bool:
         """Call after opening the store: True when opening it settled another embedding model than
@@ -301,7 +305,8 @@ class Indexer:
 
         # Load a local model on a worker thread while the store opens (both take ~0.4-0.8 s on a
         # cold start; the model's graph optimisation releases the GIL).
-        if work:
+        ahead = bool(work) and await self._embed_ahead(work)
+        if work and not ahead:
             warm = self._embedder().warm
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(_retrieved)
         store = self._store()
@@ -336,7 +341,9 @@ class Indexer:
 
         embedded = 0
         try:
-            embedded = await self._embed_and_store(store, work, progress)
+            embedded = await self._embed_and_store(
+                store, work, progress, release=self._release_model and not ahead
+            )
         finally:
             # Files whose new chunks are all in: drop their stale chunks and record them.
             stale_deleted = self._finish_files(store, work, manifest)
@@ -443,15 +450,38 @@ class Indexer:
 
     # -- internals -----------------------------------------------------------------------
 
+    async def _embed_ahead(self, work: list[_FileWork]) -> bool:
+        """For a run that indexes once (``release_model``) with at most :data:`UPSERT_BATCH` texts
+        the embedding cache lacks: embed them into the cache now, before the store opens, and drop
+        the model; True if it did. Milvus Lite's memory (opening, BM25 tokenising, the flush) and
+        the model's are then never held at once: ``memsearch index`` after one edited note peaked
+        at ~300 MB with both, ~200 MB like this. The upserts later take every vector from the
+        cache. A bigger run keeps the pipelined path (the store's work overlaps the embedding):
+        faster, and its peak is the store's growth, not the model.
+        """
+        from memsearch.embeddings.cache import CachedEmbedder
+
+        embedder = self._embedder()
+        if not self._release_model or not isinstance(embedder, CachedEmbedder):
+            return False
+        missing = embedder.uncached([clean_content_for_embedding(c.content) for w in work for c in w.chunks])
+        if len(missing) > UPSERT_BATCH:
+            return False
+        if missing:
+            await _embed(embedder, missing)
+            embedder.release_model()
+        return True
+
     async def _embed_and_store(
-        self, store: MilvusStore, work: list[_FileWork], progress: Progress | None
+        self, store: MilvusStore, work: list[_FileWork], progress: Progress | None, *, release: bool
     ) -> int:
         """Embed the new chunks of all changed files in shared batches, upserting each batch.
 
         Pipelined: batch k is upserted on a worker thread while batch k+1 is embedded. The model
         releases the GIL and Milvus Lite's upsert (BM25 tokenising, writes) is Python, so on 2 cores
         the store's work hides behind the embedding instead of adding to it. One upsert at a time,
-        in batch order; a failure stops the run after the batches before it are stored.
+        in batch order; a failure stops the run after the batches before it are stored. With
+        ``release``, a local model is dropped once the last batch is embedded.
         """
         todo = [(w, i) for w in work for i in w.to_embed]
         if not todo:
@@ -491,16 +521,9 @@ class Indexer:
             for start in range(0, len(todo), batch):
                 part = todo[start : start + batch]
                 texts = [clean_content_for_embedding(w.chunks[i].content) for w, i in part]
-                try:
-                    vectors = await embedder.embed(texts)
-                except EmbeddingError:
-                    raise
-                except Exception as exc:  # an SDK error we did not map: still one clear line
-                    raise EmbeddingError(f"embedding failed: {format_error(exc)}") from exc
-                if len(vectors) != len(part):
-                    raise EmbeddingError(
-                        f"the embedding provider returned {len(vectors)} vectors for {len(part)} texts"
-                    )
+                vectors = await _embed(embedder, texts)
+                if release and start + batch >= len(todo):  # the last batch: drop the model
+                    embedder.release_model()
                 pairs = zip(part, vectors, strict=True)
                 records = [chunk_record(w.ids[i], w.chunks[i], vec) for (w, i), vec in pairs]
                 await settle()
@@ -552,3 +575,16 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
     fails the same way and reports it; a run with nothing to embed must not fail for it."""
     if not future.cancelled():
         future.exception()
+
+
+async def _embed(embedder: EmbeddingProvider, texts: list[str]) -> list[list[float]]:
+    """``embedder.embed(texts)``, one vector per text, any failure as one :class:`EmbeddingError`."""
+    try:
+        vectors = await embedder.embed(texts)
+    except EmbeddingError:
+        raise
+    except Exception as exc:  # an SDK error we did not map: still one clear line
+        raise EmbeddingError(f"embedding failed: {format_error(exc)}") from exc
+    if len(vectors) != len(texts):
+        raise EmbeddingError(f"the embedding provider returned {len(vectors)} vectors for {len(texts)} texts")
+    return vectors

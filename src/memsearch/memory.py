@@ -24,6 +24,7 @@ def open_memory(
     *,
     service: bool = True,
     start: bool = False,
+    keep_model: bool = True,
     **extra: Any,
 ) -> Memory:
     """The memory of ``cfg``'s store for ``paths``: the store's memory service when one is running
@@ -31,8 +32,11 @@ def open_memory(
 
     With ``start`` (the CLI's read commands, the hooks), a missing service is started first when
     ``service.autostart`` allows it (``memsearch.service.ondemand``), so that the next command finds
-    it warm. ``extra`` are further ``MemSearch`` arguments (e.g. ``description``). Both
-    implementations answer the same methods with the same results.
+    it warm. ``keep_model=False`` is for a command that embeds once (one search, one index run)
+    and opens the store itself: it drops a local model as soon as it is done with it
+    (``MemSearch``'s argument; a service keeps its model for the next caller). ``extra`` are
+    further ``MemSearch`` arguments (e.g. ``description``). Both implementations answer the same
+    methods with the same results.
     """
     from memsearch.core import config_kwargs
 
@@ -52,4 +56,4 @@ def open_memory(
             return ServiceMemory(client, settings, paths)
     from memsearch.core import MemSearch
 
-    return MemSearch(paths, **settings)
+    return MemSearch(paths, **settings, keep_model=keep_model)

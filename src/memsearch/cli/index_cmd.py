@@ -31,7 +31,7 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     from memsearch.memory import open_memory
 
     cfg = resolve(flags)
-    with open_memory(cfg, paths, description=description or "") as memory:
+    with open_memory(cfg, paths, keep_model=False, description=description or "") as memory:
         run = IndexRun.of("index", paths, cfg)
         report = run.record(
             lambda: memory.run(memory.index_with_report(force=force, progress=_progress_bar()))

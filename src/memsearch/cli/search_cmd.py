@@ -41,7 +41,7 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
     """
     from memsearch.memory import open_memory
 
-    with open_memory(resolve(flags), start=True) as memory:
+    with open_memory(resolve(flags), start=True, keep_model=False) as memory:
         results = memory.run(memory.search(query, top_k=top_k, source_prefix=source_prefix))
     if json_output:
         echo_json(results)

@@ -87,6 +87,11 @@ class EmbeddingProvider(ABC):
     def warm(self) -> None:  # noqa: B027  (a default, not an abstract member)
         """Load local model files now (blocking; meant for a worker thread); default: nothing."""
 
+    def release_model(self) -> None:  # noqa: B027  (a default, not an abstract member)
+        """Let go of a model loaded into this process (its memory), for a process that will not
+        embed again soon; the next call loads it again. Default: nothing (remote providers hold no
+        model)."""
+
     def close(self) -> None:  # noqa: B027  (a default, not an abstract member)
         """Let go of connections or other resources held between calls (the provider may still be
         used afterwards: it opens what it needs again); default: nothing."""

@@ -245,6 +245,9 @@ class CachedEmbedder(EmbeddingProvider):
     def warm(self) -> None:
         self.provider.warm()
 
+    def release_model(self) -> None:
+        self.provider.release_model()
+
     def close(self) -> None:
         """Close the provider's connections and the cache file (both reopen on next use)."""
         self.provider.close()
@@ -256,6 +259,13 @@ class CachedEmbedder(EmbeddingProvider):
 
     def _sent_text(self, text: str) -> str:
         return self.provider.document_text(text)
+
+    def uncached(self, texts: list[str]) -> list[str]:
+        """The distinct texts among ``texts`` whose vectors the cache lacks (those ``embed`` would
+        send to the model)."""
+        keys = {text_key(self._sent_text(text)): text for text in texts}
+        known = self.cache.get_many(self.namespace, keys)
+        return [text for key, text in keys.items() if key not in known]
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         texts = list(texts)
