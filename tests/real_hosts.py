@@ -317,6 +317,27 @@ class Terminal:
         self.pump(pause)
         self.send("\r")
 
+    def paste_line(self, text: str, timeout: float = 30.0, pause: float = 0.5) -> None:
+        """Paste ``text`` as a terminal does (bracketed paste), wait until the host shows it, then
+        press Enter ``pause`` seconds later, as a person would.
+
+        Why not ``type_line``: a host that guesses pastes from key timing turns an Enter it reads
+        together with the typed text into a newline. Codex 0.171.0's composer takes a quick run of
+        characters for a paste and an Enter within ~120 ms of the last character it *handled* as
+        a newline in it, so whenever the TUI reads our text late (busy starting up, a loaded
+        machine), text and Enter arrive together and the prompt just sits in the composer. A
+        bracketed paste is unambiguous, and an Enter sent after the text is on screen is handled
+        after it, however late the host reads."""
+        raw = self.raw
+        if raw.rfind(b"\x1b[?2004h") <= raw.rfind(b"\x1b[?2004l"):
+            raise AssertionError("the host has not turned on bracketed paste; use type_line")
+        start = len(self.text)
+        self.send(f"\x1b[200~{text}\x1b[201~")
+        # The screen is redrawn cell by cell, so spaces may be cursor moves (stripped) or wraps.
+        self.expect(r"\s*".join(re.escape(c) for c in text if not c.isspace()), timeout, since=start)
+        self.pump(pause)
+        self.send("\r")
+
     def wait(self, timeout: float = 30.0) -> int | None:
         """Wait for the host to exit; its exit status, or None if it is still running."""
         deadline = time.monotonic() + timeout
