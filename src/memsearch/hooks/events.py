@@ -189,11 +189,17 @@ def engine_settings(ctx: HookContext) -> dict[str, Any]:
 def open_project_memory(ctx: HookContext, *, service: bool = True) -> Memory:
     """This project's memory (its memory folder, with the watch's settings): through the memory
     service, started on demand when none runs (``service.autostart``), else opened here
-    (``memsearch.memory.open_memory`` decides)."""
+    (``memsearch.memory.open_memory`` decides). A hook process searches or indexes once and
+    exits, so a model it loads itself is dropped as soon as it has embedded."""
     from memsearch.memory import open_memory
 
     return open_memory(
-        ctx.config, [str(ctx.memory_dir)], service=service, start=service, description=ctx.description()
+        ctx.config,
+        [str(ctx.memory_dir)],
+        service=service,
+        start=service,
+        keep_model=False,
+        description=ctx.description(),
     )
 
 
