@@ -470,3 +470,44 @@ def test_the_optimised_copy_is_built_in_a_child_process_else_here(tmp_path: Path
     assert children == (1 if interpreter == "child" else 0)
     (copy,) = (tmp_path / ".memsearch" / "onnx-optimized").iterdir()
     assert (copy / "weights").stat().st_size > 50_000_000 and len(vector) == 384
+
+
+_ORDER_WATCHED = (
+    "import json, sys\n"
+    "order = []\n"
+    "def watch(event, args):\n"
+    "    if event == 'subprocess.Popen' and 'build_optimized' in str(args):\n"
+    "        order.append('build')\n"
+    "    elif event == 'import' and args[0] == 'milvus_lite' and 'store' not in order:\n"
+    "        order.append('store')\n"
+    "sys.addaudithook(watch)\n"
+    "from memsearch import MemSearch\n"
+    "with MemSearch([sys.argv[2]], milvus_uri=sys.argv[3], keep_model=False) as ms:\n"
+    "    if sys.argv[1] == 'index':\n"
+    "        ms.run(ms.index())\n"
+    "    else:\n"
+    "        ms.run(ms.search('staging database port', top_k=1))\n"
+    "print(json.dumps(order))\n"
+)
+
+
+def test_a_first_run_prepares_the_model_before_it_opens_the_store(tmp_path: Path) -> None:
+    """The one-time graph build (a child process, ~260 MB at its peak) happens before Milvus Lite
+    is even imported, in a first index and in a cold search, so the two peaks never add up."""
+    import subprocess
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Deploy\n\nThe staging database listens on port 6543.\n", encoding="utf-8")
+    uri = str(tmp_path / "m.db")
+    for step, home in (("index", "home-index"), ("search", "home-search")):
+        env = {**os.environ, "HOME": str(tmp_path / home)}
+        out = subprocess.run(
+            [sys.executable, "-c", _ORDER_WATCHED, step, str(notes), uri],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+        )
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout.splitlines()[-1]) == ["build", "store"], step

@@ -403,6 +403,7 @@ class MemSearch(Memory):
             # the query; the model's work releases the GIL, so the two overlap on 2 cores. Once
             # both are loaded, the same overlap measured no faster (GIL hand-offs eat the gain).
             release = not self._keep_model
+            await asyncio.to_thread(embedder.prepare)  # a first run's model files, before the store
             vectors, (store, leg_hits["sparse"]) = await asyncio.gather(
                 _embed_query(embedder, query, release), asyncio.to_thread(lexical)
             )

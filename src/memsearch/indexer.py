@@ -255,6 +255,8 @@ class Indexer:
             manifest.files.clear()  # the database was deleted: the manifest describes nothing
             first_run = True
         if first_run:
+            if files:  # the model's one-time preparation first (see below), not beside the store
+                await asyncio.to_thread(self._embedder().prepare)
             self._store()  # index is a write: even an empty folder leaves a collection to search
             if self._model_settled():
                 return await self.index(force=force, progress=progress)
@@ -307,6 +309,9 @@ class Indexer:
         # cold start; the model's graph optimisation releases the GIL).
         ahead = bool(work) and await self._embed_ahead(work)
         if work and not ahead:
+            # A first run on this machine prepares the model's files (the ONNX graph optimised
+            # once, in a child process that peaks at ~260 MB) before the store opens, not beside it.
+            await asyncio.to_thread(self._embedder().prepare)
             warm = self._embedder().warm
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(_retrieved)
         store = self._store()

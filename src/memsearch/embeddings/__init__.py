@@ -84,6 +84,11 @@ class EmbeddingProvider(ABC):
         """The exact text the model receives for a document (the embedding cache hashes this)."""
         return text
 
+    def prepare(self) -> None:  # noqa: B027  (a default, not an abstract member)
+        """Do the one-time preparation of local model files (blocking; a quick check once done).
+        Callers run it before they open the store, so its peak memory never adds to the store's;
+        default: nothing."""
+
     def warm(self) -> None:  # noqa: B027  (a default, not an abstract member)
         """Load local model files now (blocking; meant for a worker thread); default: nothing."""
 

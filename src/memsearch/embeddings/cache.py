@@ -242,6 +242,9 @@ class CachedEmbedder(EmbeddingProvider):
     def document_text(self, text: str) -> str:
         return self.provider.document_text(text)
 
+    def prepare(self) -> None:
+        self.provider.prepare()
+
     def warm(self) -> None:
         self.provider.warm()
 

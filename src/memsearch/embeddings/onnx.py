@@ -34,6 +34,7 @@ from memsearch.onnx_runtime import (
     TokenizerInfo,
     get_session,
     get_tokenizer,
+    optimized_copy,
     pad_batch,
     pad_encodings,
     release,
@@ -269,6 +270,11 @@ class OnnxEmbedding(BatchingEmbedder):
             if wanted in names:
                 return wanted
         return "last_hidden_state" if "last_hidden_state" in names else names[0]
+
+    def prepare(self) -> None:
+        """Build the optimised copy of the graph if there is none yet (a child process that peaks at
+        ~260 MB, once per ``~/.memsearch``; ``memsearch.onnx_runtime.optimized_copy``)."""
+        optimized_copy(self.files.onnx)
 
     def warm(self) -> None:
         """Create the session and the tokenizer (graph optimisation takes ~0.4 s; it releases the GIL)."""
