@@ -305,12 +305,13 @@ class Indexer:
                 changed_files=0,
             )
 
-        # Load a local model on a worker thread while the store opens (both take ~0.4-0.8 s on a
-        # cold start; the model's graph optimisation releases the GIL).
+        # A small run that indexes once embeds into the cache before the store opens (see
+        # _embed_ahead). Otherwise the model's one-time file preparation (the ONNX graph optimised
+        # once, by a child process that peaks at ~260 MB) comes first, not beside the store, and
+        # the model loads on a worker thread while the store opens (both take ~0.4-0.8 s on a cold
+        # start; the model's work releases the GIL).
         ahead = bool(work) and await self._embed_ahead(work)
         if work and not ahead:
-            # A first run on this machine prepares the model's files (the ONNX graph optimised
-            # once, in a child process that peaks at ~260 MB) before the store opens, not beside it.
             await asyncio.to_thread(self._embedder().prepare)
             warm = self._embedder().warm
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(_retrieved)
