@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_process import memsearch
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
-
-
-def memsearch(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "memsearch", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=cwd,
-    )
 
 
 def top_sources(uri: str, query: str, k: int = 3) -> list[str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_process import memsearch
 from fake_llm_server import FakeLLMServer
 from memsearch.service import ServiceClient, service_paths
 
@@ -30,18 +31,6 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
 QUERIES = ["database connection timeout", "订单导出失败", "blue green deployment rollback"]
 
 pytestmark = pytest.mark.model
-
-
-def memsearch(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 180
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memsearch", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def search_json(uri: str, query: str, env: dict[str, str] | None = None) -> list[dict[str, object]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_process import memsearch
 from memsearch.service import read_info, service_paths
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
@@ -28,18 +29,6 @@ pytestmark = pytest.mark.model
 
 #: Short, so a test sees the service leave; long enough that the next command of a test finds it.
 IDLE = "4"
-
-
-def memsearch(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 180
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memsearch", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def alive(pid: int) -> bool:
