@@ -27,6 +27,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
+from memsearch import onnx_build
 from memsearch.errors import EmbeddingError
 
 logger = logging.getLogger("memsearch.onnx")
@@ -74,7 +75,7 @@ def optimized_copy(path: Path) -> Path | None:
     them). The copy is keyed by the source file (path, size, mtime) and the onnxruntime version,
     written to a temporary folder and renamed into place, so a crash or a concurrent builder
     never leaves a half-written graph to load. It is built in a child process
-    (:func:`_build_in_child`): folding peaks at ~215 MB over the process's size, and a process
+    (``memsearch.onnx_build``): folding peaks at ~215 MB over the process's size, and a process
     rarely returns that memory to the system afterwards; only if the child cannot run is it
     built here.
     """
@@ -96,8 +97,8 @@ def optimized_copy(path: Path) -> Path | None:
         logger.debug("no optimised copy of %s", path, exc_info=True)
         return None
     try:
-        if not _build_in_child(source, building / "model.onnx"):
-            build_optimized(source, building / "model.onnx")
+        if not onnx_build.build_in_child(source, building / "model.onnx"):
+            onnx_build.build_optimized(source, building / "model.onnx")
         (building / "source.txt").write_text(f"{key}\n", encoding="utf-8")
         with contextlib.suppress(OSError):  # another process finished first: use its copy
             building.rename(folder)
@@ -107,53 +108,6 @@ def optimized_copy(path: Path) -> Path | None:
         return None
     finally:
         shutil.rmtree(building, ignore_errors=True)
-
-
-def build_optimized(source: Path, target: Path) -> None:
-    """Save ``source``'s graph as onnxruntime optimises it to ``target`` (weights beside it)."""
-    # EXTENDED, not ALL: what ALL adds is layout work tuned to this CPU, not worth saving.
-    options = _options(ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
-    options.optimized_model_filepath = str(target)
-    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "weights")
-    options.add_session_config_entry(
-        "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
-    )
-    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-
-
-#: What the child process of :func:`_build_in_child` runs: this interpreter's import path, then
-#: :func:`build_optimized`.
-_CHILD = (
-    "import json, sys; sys.path[:0] = json.loads(sys.argv[3]); from pathlib import Path; "
-    "from memsearch.onnx_runtime import build_optimized; "
-    "build_optimized(Path(sys.argv[1]), Path(sys.argv[2]))"
-)
-
-
-def _build_in_child(source: Path, target: Path) -> bool:
-    """:func:`build_optimized` in a child process of this interpreter; False if it did not work
-    (no usable ``sys.executable`` in an embedding application, a crash): the caller builds here."""
-    import json
-    import subprocess
-    import sys
-
-    if not sys.executable:
-        return False
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(source), str(target), json.dumps(sys.path)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        logger.debug("could not start the graph builder", exc_info=True)
-        return False
-    if done.returncode != 0 or not target.is_file():
-        logger.debug("graph builder failed (%s): %s", done.returncode, done.stderr[-2000:])
-        return False
-    return True
 
 
 def _load(path: Path) -> ort.InferenceSession:
