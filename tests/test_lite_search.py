@@ -23,10 +23,9 @@ from memsearch.store.rows import QUERY_FIELDS
 
 DIM = 16
 COLLECTION = "memsearch_chunks"
-WORDS = (
-    "alpha beta gamma delta milvus lite search index memory journal agent hook deploy rollback "
-    "cache token vector sparse dense fusion 记忆 搜索 索引 部署 回滚 缓存 向量"
-).split()
+ENGLISH = "alpha beta milvus lite search index memory journal agent hook deploy rollback cache token"
+CHINESE = "记忆 搜索 索引 部署 回滚 缓存 向量 令牌 融合"
+WORDS = [*ENGLISH.split(), *CHINESE.split()]
 QUERIES = [
     "alpha milvus search",
     "deploy rollback cache",
@@ -37,7 +36,7 @@ QUERIES = [
     "",
 ]
 LEGS = {"dense": ("embedding", "COSINE"), "sparse": ("sparse_vector", "BM25")}
-FILTERS = [None, source_prefix_filter("/n/a"), 'heading_level == 2', 'source == "/n/b.md"']
+FILTERS = [None, source_prefix_filter("/n/a"), "heading_level == 2", 'source == "/n/b.md"']
 
 
 def _rows(rng: random.Random, prefix: str, count: int) -> list[dict[str, Any]]:
@@ -72,7 +71,10 @@ def store(tmp_path: Path) -> Iterator[MilvusStore]:
         first = _rows(rng, "a", 80)
         opened.upsert(first)
         opened.flush()
-        again = [{**row, "content": row["content"] + " rollback", "embedding": row["embedding"][::-1]} for row in first[:15]]
+        again = [
+            {**row, "content": row["content"] + " rollback", "embedding": row["embedding"][::-1]}
+            for row in first[:15]
+        ]
         opened.upsert(again + _rows(rng, "b", 60))
         opened.flush()
         opened.delete_by_hashes(["a020", "a021", "b005", "b006", "a001"])
@@ -127,6 +129,12 @@ def _compare(client: LiteClient, searcher: LiteSearcher, *, fast_path: bool) -> 
     return compared
 
 
+def _bm25(searcher: LiteSearcher, text: str) -> Any:
+    return searcher.search(
+        text, field="sparse_vector", metric="BM25", limit=3, expr=None, output_fields=QUERY_FIELDS
+    )
+
+
 def test_this_milvus_lite_is_the_one_the_fast_path_reproduces() -> None:
     assert supported()
 
@@ -154,16 +162,12 @@ def test_unflushed_writes_go_to_the_engine_and_a_flush_renews_the_cache(store: M
         assert _compare(client, searcher, fast_path=False)
         store.flush()
         _compare(client, searcher, fast_path=True)
-        hits = searcher.search(
-            "zebra unicorn", field="sparse_vector", metric="BM25", limit=3, expr=None, output_fields=QUERY_FIELDS
-        )
+        hits = _bm25(searcher, "zebra unicorn")
         assert hits is not None and hits[0][0]["id"] == "d000"
         store.delete_by_hashes(["d000"])
         store.flush()
         _compare(client, searcher, fast_path=True)
-        hits = searcher.search(
-            "zebra unicorn", field="sparse_vector", metric="BM25", limit=3, expr=None, output_fields=QUERY_FIELDS
-        )
+        hits = _bm25(searcher, "zebra unicorn")
         assert hits == [[]]
     finally:
         client.close()

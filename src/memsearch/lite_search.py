@@ -119,13 +119,12 @@ class LiteSearcher:
             return None  # unflushed rows or deletes: the engine merges them
         segments, delta = coll._read_snapshot()
         key = tuple(id(seg) for seg in segments)
-        snap = self._snapshot
-        if snap is not None and snap.key == key and snap.tombstones == delta._map:
+        with self._lock:  # one build per snapshot when service threads search at once
+            snap = self._snapshot
+            if snap is None or snap.key != key or snap.tombstones != delta._map:
+                snap = _Snapshot(key, dict(delta._map), self._live_segments(segments, delta))
+                self._snapshot = snap
             return snap
-        with self._lock:
-            snap = _Snapshot(key, dict(delta._map), self._live_segments(segments, delta))
-            self._snapshot = snap
-        return snap
 
     @staticmethod
     def _live_segments(segments: Sequence[Any], delta: Any) -> list[_Segment]:
@@ -292,7 +291,8 @@ class LiteSearcher:
             valid = seg.live if mask is None else seg.live & mask
             if not valid.any():
                 continue
-            for dist, local_id in _bm25_top(seg.postings[field], terms, limit, None if valid.all() else valid):
+            rows = None if valid.all() else valid
+            for dist, local_id in _bm25_top(seg.postings[field], terms, limit, rows):
                 candidates.append((dist, seg.pks[local_id], seg, local_id))
         # The newest version of a key once (segments hold no equal keys after the live mask), then
         # by distance, stable.
@@ -312,7 +312,8 @@ class LiteSearcher:
                 for name in table.column_names
                 if name not in ("_seq", "_partition")
             }
-            hits.append({"id": pk, "distance": dist, "entity": project_record(record, coll._schema, projection)})
+            entity = project_record(record, coll._schema, projection)
+            hits.append({"id": pk, "distance": dist, "entity": entity})
         return [hits]
 
 
@@ -325,7 +326,9 @@ def _unit_rows(vectors: Any, rows: Any) -> Any:
     return candidates / np.where(norms == 0, 1.0, norms)
 
 
-def _bm25_top(postings: _Postings, terms: dict[int, float], limit: int, valid: Any) -> list[tuple[float, int]]:
+def _bm25_top(
+    postings: _Postings, terms: dict[int, float], limit: int, valid: Any
+) -> list[tuple[float, int]]:
     """``SparseInvertedIndex.search`` for one query: (distance = -score, local id), best first.
 
     The same float32 arithmetic per posting as the engine's loop (Python floats meet float32
