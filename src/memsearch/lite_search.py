@@ -237,7 +237,9 @@ class LiteSearcher:
                 if whole:
                     seg.unit[field] = (source_vectors, unit)
             valid = np.arange(len(local), dtype=np.int64) if local.all() else np.flatnonzero(local)
-            dists = np.maximum(1.0 - q_unit @ unit.T, 0.0)[0]
+            with _ONE_BLAS_THREAD:
+                sims = q_unit @ unit.T
+            dists = np.maximum(1.0 - sims, 0.0)[0]
             k = min(limit, valid.size)
             if k < valid.size:
                 part = np.argpartition(dists, k - 1)[:k]
@@ -315,6 +317,71 @@ class LiteSearcher:
             entity = project_record(record, coll._schema, projection)
             hits.append({"id": pk, "distance": dist, "entity": entity})
         return [hits]
+
+
+class _OneBlasThread:
+    """Run a block with NumPy's OpenBLAS on one thread, then restore its thread count.
+
+    Why: the dense leg is one matrix-vector product (20,000 x 384 at 20,000 chunks, ~1.5 ms on one
+    core). OpenBLAS splits it over every core and its threads spin-wait for each other; on a
+    machine whose cores are busy with other work that took 15-25 ms instead. Each output value is
+    one thread's dot product either way, so the result is the same bit for bit (the tests compare
+    against the engine, which runs with the default thread count). A lock keeps two searching
+    threads from restoring each other's setting; without a findable OpenBLAS (another BLAS, another
+    NumPy build) this does nothing.
+    """
+
+    _NAMES = ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads", "openblas_{}_num_threads")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: tuple[Any, Any] | None = None
+        self._looked = False
+
+    def _find(self) -> tuple[Any, Any] | None:
+        import ctypes
+        import glob
+        import os
+
+        import numpy
+
+        libs = os.path.dirname(os.path.dirname(numpy.__file__))
+        for path in sorted(glob.glob(os.path.join(libs, "numpy.libs", "lib*openblas*"))):
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for name in self._NAMES:
+                getter = getattr(lib, name.format("get"), None)
+                setter = getattr(lib, name.format("set"), None)
+                if getter is not None and setter is not None:
+                    getter.restype = ctypes.c_int
+                    return getter, setter
+        return None
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        if not self._looked:
+            self._looked = True
+            try:
+                self._calls = self._find()
+            except Exception:
+                self._calls = None
+        self._before = 1
+        if self._calls is not None:
+            self._before = int(self._calls[0]())
+            if self._before != 1:
+                self._calls[1](1)
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            if self._calls is not None and self._before != 1:
+                self._calls[1](self._before)
+        finally:
+            self._lock.release()
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
 
 
 def _unit_rows(vectors: Any, rows: Any) -> Any:
