@@ -54,29 +54,78 @@ def supported() -> bool:
     return _SUPPORTED
 
 
-class _Postings:
-    """One segment's BM25 index, each term's postings as arrays (local row ids, term frequencies),
-    converted on the first query that asks for the term: a one-off search costs what the engine's
-    loop costs, later ones reuse the arrays, and terms never asked cost no memory."""
+class _Bm25:
+    """One segment's BM25 index as arrays, decoded from its stored sparse vectors in one pass.
 
-    def __init__(self, index: Any) -> None:
-        self.index = index
-        self._terms: dict[int, tuple[Any, Any, Any] | None] = {}
+    The engine builds the same index (``SparseInvertedIndex.build`` over every row, no mask) on a
+    segment's first BM25 search, a Python loop over every term of every row: ~5 s at 20,000 chunks,
+    and several hundred MB of tuples a memory service keeps. Here the column's packed
+    ``(uint32 term, float32 tf)`` pairs are read as one NumPy array and grouped by term (stable, so
+    each term's rows stay in row order, as the engine appends them). Document lengths and their
+    mean are sums of whole term counts, exact in any order. :meth:`build` returns None for a column
+    it cannot read this way (nulls, another type, a term twice in a row); the engine answers then.
+    """
 
-    def get(self, term: int) -> tuple[Any, Any, Any] | None:
-        """(ids, tf as float64, tf as float32) of ``term``, or None when no row has it."""
-        if term in self._terms:
-            return self._terms[term]
+    def __init__(
+        self, k1: float, b: float, lengths: Any, terms: Any, starts: Any, rows: Any, tf: Any
+    ) -> None:
+        self.k1, self.b = k1, b
+        self.doc_count = len(lengths)
+        self.lengths = lengths  # float32 per row, as the engine's _doc_lengths
+        total = float(lengths.sum(dtype="float64"))
+        self.avgdl = total / self.doc_count if self.doc_count else 0.0
+        self.terms = terms  # sorted distinct term ids
+        self.starts = starts  # term i's postings: rows[starts[i]:starts[i + 1]]
+        self.rows = rows
+        self.tf = tf  # float32
+
+    @classmethod
+    def build(cls, table: Any, field: str, k1: float, b: float) -> _Bm25 | None:
+        import numpy as np
+        import pyarrow as pa
+
+        column = table.column(field).combine_chunks()
+        if column.type != pa.binary() or column.null_count:
+            return None
+        n = len(column)
+        offsets = np.frombuffer(column.buffers()[1], dtype=np.int32, count=n + 1, offset=column.offset * 4)
+        sizes = np.diff(offsets)
+        if (sizes % 8).any():
+            return None
+        first, last = int(offsets[0]), int(offsets[-1])
+        pairs = np.frombuffer(
+            column.buffers()[2] if last > first else b"",
+            dtype=np.dtype([("term", "<u4"), ("tf", "<f4")]),
+            count=(last - first) // 8,
+            offset=first if last > first else 0,
+        )
+        counts = sizes // 8
+        row_of = np.repeat(np.arange(n, dtype=np.int64), counts)
+        tf = pairs["tf"].astype(np.float32)
+        if not np.array_equal(tf, np.floor(tf)) or (tf < 0).any():
+            return None  # not term counts: the lengths' sums would depend on their order
+        order = np.argsort(pairs["term"], kind="stable")
+        terms_sorted = pairs["term"][order]
+        rows = row_of[order]
+        if terms_sorted.size > 1:
+            same = (terms_sorted[1:] == terms_sorted[:-1]) & (rows[1:] == rows[:-1])
+            if same.any():
+                return None  # a term twice in one row: the engine's dict keeps one
+        terms, starts = np.unique(terms_sorted, return_index=True)
+        starts = np.append(starts, terms_sorted.size)
+        lengths = np.zeros(n, dtype=np.float32)
+        np.add.at(lengths, row_of, tf)
+        return cls(k1, b, lengths, terms, starts, rows, tf[order])
+
+    def postings(self, term: int) -> tuple[Any, Any] | None:
+        """(rows, tf) of ``term``, or None when no row has it."""
         import numpy as np
 
-        posting = self.index._posting_lists.get(term)
-        entry = None
-        if posting:
-            ids = np.fromiter((p[0] for p in posting), dtype=np.int64, count=len(posting))
-            tf = np.fromiter((p[1] for p in posting), dtype=np.float64, count=len(posting))
-            entry = (ids, tf, tf.astype(np.float32))
-        self._terms[term] = entry
-        return entry
+        i = int(np.searchsorted(self.terms, term))
+        if i >= self.terms.size or int(self.terms[i]) != term:
+            return None
+        start, stop = int(self.starts[i]), int(self.starts[i + 1])
+        return self.rows[start:stop], self.tf[start:stop]
 
 
 class _Segment:
@@ -88,7 +137,7 @@ class _Segment:
         self.live = live  # bool array: the newest version of its key, not deleted
         self.all_live = bool(live.all())
         self.unit: dict[str, tuple[Any, Any]] = {}  # field -> (source vectors, unit vectors of live rows)
-        self.postings: dict[str, _Postings] = {}
+        self.bm25: dict[str, _Bm25 | None] = {}
 
 
 class _Snapshot:
@@ -272,18 +321,19 @@ class LiteSearcher:
         output_fields: list[str] | None,
     ) -> list[list[dict[str, Any]]] | None:
         from milvus_lite.engine.projection import build_projection_plan, project_record
-        from milvus_lite.index.sparse_factory import sparse_index_matches
 
         coll = self._collection
         spec = coll._index_specs.get(field)
         params = spec.build_params if spec else {}
+        k1, b = float(params.get("bm25_k1", 1.5)), float(params.get("bm25_b", 0.75))
+        indexes: dict[int, _Bm25] = {}
         for seg in snap.segments:
-            index = seg.segment.sparse_indexes.get(field)
-            if not sparse_index_matches(index, "BM25", params):
-                return None  # not built yet: the engine builds and keeps it
-            cached = seg.postings.get(field)
-            if cached is None or cached.index is not index:
-                seg.postings[field] = _Postings(index)
+            if field not in seg.bm25:
+                seg.bm25[field] = _Bm25.build(seg.segment.table, field, k1, b)
+            built = seg.bm25[field]
+            if built is None:
+                return None
+            indexes[id(seg)] = built
         terms = coll._prepare_sparse_queries([text], field)[0]
         candidates: list[tuple[float, Any, _Segment, int]] = []
         for seg in snap.segments:
@@ -294,7 +344,7 @@ class LiteSearcher:
             if not valid.any():
                 continue
             rows = None if valid.all() else valid
-            for dist, local_id in _bm25_top(seg.postings[field], terms, limit, rows):
+            for dist, local_id in _bm25_top(indexes[id(seg)], terms, limit, rows):
                 candidates.append((dist, seg.pks[local_id], seg, local_id))
         # The newest version of a key once (segments hold no equal keys after the live mask), then
         # by distance, stable.
@@ -393,9 +443,7 @@ def _unit_rows(vectors: Any, rows: Any) -> Any:
     return candidates / np.where(norms == 0, 1.0, norms)
 
 
-def _bm25_top(
-    postings: _Postings, terms: dict[int, float], limit: int, valid: Any
-) -> list[tuple[float, int]]:
+def _bm25_top(index: _Bm25, terms: dict[int, float], limit: int, valid: Any) -> list[tuple[float, int]]:
     """``SparseInvertedIndex.search`` for one query: (distance = -score, local id), best first.
 
     The same float32 arithmetic per posting as the engine's loop (Python floats meet float32
@@ -404,27 +452,26 @@ def _bm25_top(
     """
     import numpy as np
 
-    index = postings.index
     if index.doc_count == 0 or not terms:
         return []
     n_docs, k1, b = index.doc_count, index.k1, index.b
     avgdl = index.avgdl if index.avgdl > 0 else 1.0
-    lengths = index._doc_lengths
-    scores = np.zeros(len(lengths), dtype=np.float32)
+    scores = np.zeros(index.doc_count, dtype=np.float32)
     reached: list[Any] = []
     for term, weight in terms.items():
-        entry = postings.get(term)
-        if entry is None:
+        found = index.postings(term)
+        if found is None:
             continue
-        ids, tf, tf32 = entry
+        ids, tf32 = found
+        df = ids.size  # every row, as the engine counts it (no mask at build)
         if valid is not None:
             keep = valid[ids]
-            ids, tf, tf32 = ids[keep], tf[keep], tf32[keep]
+            ids, tf32 = ids[keep], tf32[keep]
             if ids.size == 0:
                 continue
-        df = index._df[term]
         idf = math.log((n_docs - df + 0.5) / (df + 0.5) + 1.0)
-        dl = lengths[ids]
+        dl = index.lengths[ids]
+        tf = tf32.astype(np.float64)  # the engine's Python floats
         norm = (tf * (k1 + 1.0)).astype(np.float32) / (tf32 + k1 * (1.0 - b + b * dl / avgdl))
         scores[ids] = scores[ids] + idf * norm * weight
         reached.append(ids)
@@ -434,5 +481,4 @@ def _bm25_top(
     docs, first = np.unique(everything, return_index=True)
     docs = docs[np.argsort(first, kind="stable")]  # the order documents were first reached
     order = np.argsort(-scores[docs], kind="stable")[:limit]
-    top = docs[order]
-    return [(float(-scores[i]), int(i)) for i in top.tolist()]
+    return [(float(-scores[i]), int(i)) for i in docs[order].tolist()]
