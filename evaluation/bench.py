@@ -470,7 +470,7 @@ def scale_servers(b: Bench) -> Iterator[None]:
             start = time.perf_counter()
             answer = inprocess(t, "build", corpus, b.servers[t.name], b.hash_url, b.queries)
             took = time.perf_counter() - start
-            log(f"built {t.name}'s server collection: {answer['chunks']:,} chunks in {took:.0f} s")
+            log(f"built the server collection of {t.name}: {answer['chunks']:,} chunks in {took:.0f} s")
         yield
     finally:
         for proc in procs:
