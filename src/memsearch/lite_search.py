@@ -5,7 +5,7 @@ Python twice (a primary key -> newest version map, then a live-row mask of versi
 recomputes the norm of every stored vector, and scores BM25 posting by posting. At 20,000 chunks
 that was ~80-120 ms of a hybrid search (two legs) on a 2-CPU machine. Between writes none of it
 changes: this module keeps, per read snapshot (the sealed segments and the tombstones), the
-live-row masks, the unit vectors and the posting lists as NumPy arrays, and answers a search with
+live-row masks, the unit vectors and the BM25 postings as NumPy arrays, and answers a search with
 a few vector operations over them (docs/scaling.md has the measurements).
 
 The answers are the engine's own, bit for bit: each step below repeats the engine's arithmetic
@@ -13,9 +13,9 @@ The answers are the engine's own, bit for bit: each step below repeats the engin
 engine.collection ``_search_sparse``) on the same arrays in the same order, down to float32
 rounding and tie order; tests/test_lite_search.py compares both on real stores (several segments,
 upserted and deleted rows, filters). Anything this path does not cover is left to the engine:
-unflushed rows or deletes in the write buffer, partitions, an ANN index other than FLAT, a BM25
-index not built yet, another milvus-lite release (it reads the engine's internals, so it only
-runs on the release it was checked against: :data:`SUPPORTED`).
+unflushed rows or deletes in the write buffer, an ANN index other than FLAT, a sparse column it
+cannot decode (:meth:`_Bm25.build`), another milvus-lite release (it reads the engine's internals,
+so it only runs on the release it was checked against: :data:`SUPPORTED`).
 """
 
 from __future__ import annotations
@@ -411,17 +411,17 @@ class _OneBlasThread:
 
     def __enter__(self) -> None:
         self._lock.acquire()
-        if not self._looked:
-            self._looked = True
-            try:
-                self._calls = self._find()
-            except Exception:
-                self._calls = None
         self._before = 1
-        if self._calls is not None:
-            self._before = int(self._calls[0]())
-            if self._before != 1:
-                self._calls[1](1)
+        try:
+            if not self._looked:
+                self._looked = True
+                self._calls = self._find()
+            if self._calls is not None:
+                self._before = int(self._calls[0]())
+                if self._before != 1:
+                    self._calls[1](1)
+        except Exception:  # no usable OpenBLAS: run as the engine would
+            self._calls, self._before = None, 1
 
     def __exit__(self, *exc_info: object) -> None:
         try:
