@@ -260,6 +260,7 @@ class Bench:
     model_url: str  # /v1/embeddings with our packaged model
     hash_url: str  # /v1/embeddings with the hashing embedder (the scale row)
     args: argparse.Namespace
+    servers: dict[str, str] = field(default_factory=dict)  # tool name -> its milvus-lite server URI
 
     @property
     def tools(self) -> tuple[Tool, Tool]:
@@ -358,8 +359,11 @@ print(json.dumps(asyncio.run(main())))
 """
 
 
-def inprocess(t: Tool, mode: str, memory: Path, db: Path, url: str, queries: list[str]) -> dict[str, Any]:
-    """Run :data:`_INPROCESS` with ``t``'s interpreter; its JSON answer."""
+def inprocess(
+    t: Tool, mode: str, memory: Path, db: Path | str, url: str, queries: list[str]
+) -> dict[str, Any]:
+    """Run :data:`_INPROCESS` with ``t``'s interpreter on ``db`` (a Lite path or a server URI);
+    its JSON answer."""
     args = [mode, str(memory / "memory"), str(db), url, MODEL, json.dumps(queries), "3"]
     proc = subprocess.run(
         [t.python, "-c", _INPROCESS, *args], env=t.env(t.home("inprocess")), capture_output=True, text=True
@@ -379,6 +383,13 @@ def inprocess_search(b: Bench, t: Tool, i: int) -> Sample:
 def inprocess_search_scale(b: Bench, t: Tool, i: int) -> Sample:
     """The same at ``--scale`` chunks, the queries embedded by the hashing endpoint."""
     answer = inprocess(t, "search", b.work / "corpus-scale", t.work / "scale.db", b.hash_url, b.queries)
+    return Sample(answer["p50_s"])
+
+
+def inprocess_search_scale_server(b: Bench, t: Tool, i: int) -> Sample:
+    """The same, the store on a ``milvus-lite server`` URI (see :func:`scale_servers`)."""
+    memory = b.work / "corpus-scale"
+    answer = inprocess(t, "search", memory, b.servers[t.name], b.hash_url, b.queries)
     return Sample(answer["p50_s"])
 
 
@@ -403,8 +414,15 @@ def small_stores(b: Bench) -> str:
 def scale_stores(b: Bench) -> str:
     """Both tools index ``--scale`` chunks through the hashing endpoint: the model would take most
     of an hour per tool, and this row measures the store at scale, not the model."""
-    gen(b.work / "corpus-scale", b.args.scale)
-    return build_stores(b, b.work / "corpus-scale", "scale.db", b.hash_url)
+    return build_stores(b, scale_corpus(b), "scale.db", b.hash_url)
+
+
+def scale_corpus(b: Bench) -> Path:
+    """The ``--scale`` corpus (generated once per run, for the scale rows that need it)."""
+    corpus = b.work / "corpus-scale"
+    if not corpus.exists():
+        gen(corpus, b.args.scale)
+    return corpus
 
 
 def build_stores(b: Bench, corpus: Path, db_name: str, url: str) -> str:
@@ -414,6 +432,66 @@ def build_stores(b: Bench, corpus: Path, db_name: str, url: str) -> str:
         answer = inprocess(t, "build", corpus, t.work / db_name, url, b.queries)
         took.append(f"{t.name} {answer['chunks']:,} chunks in {time.perf_counter() - start:.0f} s")
     return "built " + ", ".join(took)
+
+
+def milvus_lite_executable() -> str:
+    """The ``milvus-lite`` console script next to this interpreter (both tools' servers use it)."""
+    found = Path(sys.executable).with_name("milvus-lite")
+    if not found.exists():
+        raise BenchError(f"milvus-lite not found next to {sys.executable}")
+    return str(found)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def scale_servers(b: Bench) -> Iterator[None]:
+    """One ``milvus-lite server`` per tool (its own port and data folder, so both keep the default
+    collection name) holding the ``--scale`` corpus, indexed through the hashing endpoint; stopped
+    when the pairs are done. The same engine as the Lite file, behind gRPC in its own process."""
+    corpus = scale_corpus(b)
+    procs = []
+    try:
+        for t in b.tools:
+            port = _free_port()
+            command = [milvus_lite_executable(), "server", "--data-dir", str(t.work / "server-data")]
+            command += ["--host", "127.0.0.1", "--port", str(port)]
+            procs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            b.servers[t.name] = f"http://127.0.0.1:{port}"
+        for t, proc in zip(b.tools, procs, strict=True):
+            _wait_for_port(int(b.servers[t.name].rsplit(":", 1)[1]), proc)
+        for t in b.tools:  # each tool indexes into its own server (not timed)
+            start = time.perf_counter()
+            answer = inprocess(t, "build", corpus, b.servers[t.name], b.hash_url, b.queries)
+            took = time.perf_counter() - start
+            log(f"built the server collection of {t.name}: {answer['chunks']:,} chunks in {took:.0f} s")
+        yield
+    finally:
+        for proc in procs:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise BenchError(f"milvus-lite server on port {port} did not start")
+        time.sleep(0.2)
 
 
 @contextlib.contextmanager
@@ -464,6 +542,7 @@ SEARCH_ON_DEMAND = Figure(cli_search_on_demand, prepare=main_stores, during=stop
 SEARCH_SERVICE = Figure(cli_search_service, prepare=main_stores, during=ours_serving)
 INPROCESS = Figure(inprocess_search, unit="ms", prepare=small_stores)
 SCALE = Figure(inprocess_search_scale, unit="ms", prepare=scale_stores)
+SCALE_SERVER = Figure(inprocess_search_scale_server, unit="ms", during=scale_servers)
 
 
 @dataclass
@@ -509,6 +588,18 @@ ROWS = [
 SCALE_ROW = Row(
     "scale", "in-process `MemSearch.search` p50 at {scale:,} chunks (hashing endpoint)", SCALE, 0.5, False
 )
+#: The same corpus on a Milvus-protocol server (``milvus-lite server``): what moving to a server URI
+#: costs or buys (docs/scaling.md). Ours asks the two legs and fuses them itself; the original asks
+#: one hybrid search.
+SCALE_SERVER_ROW = Row(
+    "scale-server",
+    "in-process `MemSearch.search` p50 at {scale:,} chunks on a `milvus-lite server` URI",
+    SCALE_SERVER,
+    1.0,
+    False,
+)
+#: The rows ``--scale`` adds.
+SCALE_ROWS = [SCALE_ROW, SCALE_SERVER_ROW]
 
 
 def pairs(b: Bench, figure: Figure) -> dict[str, list[Sample]]:
@@ -595,7 +686,7 @@ def machine(b: Bench) -> str:
 
 
 def selected(args: argparse.Namespace) -> list[Row]:
-    rows = ROWS + ([SCALE_ROW] if args.scale else [])
+    rows = ROWS + (SCALE_ROWS if args.scale else [])
     if args.only:
         keys = set(args.only.split(","))
         if unknown := keys - {row.key for row in rows}:
@@ -612,11 +703,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--full-repeat", type=int, default=3, help="pairs of full index runs (default 3)")
     parser.add_argument("--chunks", type=int, default=2000, help="chunks of the main corpus (default 2000)")
     parser.add_argument("--small-chunks", type=int, default=300, help="chunks of the in-process store (300)")
-    parser.add_argument("--scale", type=int, default=0, help="add the in-process row at this many chunks")
+    parser.add_argument(
+        "--scale", type=int, default=0, help="add the in-process rows (Lite file, server) at this many chunks"
+    )
     parser.add_argument(
         "--only",
         default="",
-        help="only these rows, comma-separated: " + ", ".join(r.key for r in [*ROWS, SCALE_ROW]),
+        help="only these rows, comma-separated: " + ", ".join(r.key for r in [*ROWS, *SCALE_ROWS]),
     )
     parser.add_argument("--work", type=Path, default=None, help="work folder, emptied first (default: new)")
     args = parser.parse_args(argv)

@@ -19,7 +19,10 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from memsearch.lite_search import LiteSearcher
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -138,6 +141,7 @@ class LiteClient:
         #: next batch embeds) and the memory service runs several indexing sources at once. Reads
         #: take the engine's own snapshots and run alongside.
         self._db, self._writing = _acquire(path)
+        self._searchers: dict[int, LiteSearcher] = {}
 
     @staticmethod
     def schema_types() -> tuple[Any, Any, Any]:
@@ -253,7 +257,20 @@ class LiteClient:
         filter: str = "",
         output_fields: list[str] | None = None,
     ) -> list[list[dict[str, Any]]]:
-        hits: list[list[dict[str, Any]]] = self._collection(name).search(
+        collection = self._collection(name)
+        if len(data) == 1 and not search_params.get("params"):
+            # One query (the store's legs): the engine's answer without its per-row loops.
+            fast = self._searcher(collection).search(
+                data[0],
+                field=anns_field,
+                metric=search_params.get("metric_type"),
+                limit=limit,
+                expr=filter or None,
+                output_fields=output_fields,
+            )
+            if fast is not None:
+                return fast
+        hits: list[list[dict[str, Any]]] = collection.search(
             data,
             top_k=limit,
             metric_type=search_params.get("metric_type"),
@@ -263,6 +280,16 @@ class LiteClient:
             search_params=search_params.get("params") or None,
         )
         return hits
+
+    def _searcher(self, collection: Any) -> LiteSearcher:
+        """The fast search path of ``collection`` (one per collection object: a dropped and
+        recreated collection is a new object, and gets a new cache)."""
+        from memsearch.lite_search import LiteSearcher
+
+        searcher = self._searchers.get(id(collection))
+        if searcher is None or searcher.collection is not collection:
+            searcher = self._searchers[id(collection)] = LiteSearcher(collection)
+        return searcher
 
     @_engine_call
     def query(
