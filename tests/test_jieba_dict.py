@@ -36,6 +36,13 @@ def test_every_key_value_and_the_total_are_jiebas(
     assert [k for k, v in freq.items() if table.get(k) != v or k not in table or table[k] != v] == []
 
 
+def test_remembered_answers_stay_right_past_the_memory_bound(table: CompactFreq) -> None:
+    fresh = CompactFreq.from_bytes(table.to_bytes())
+    words = [f"x{i}" for i in range(jieba_dict.RECENT_MAX + 10)]
+    assert [fresh.get(w) for w in words] == [None] * len(words)  # the memory filled and was cleared
+    assert fresh.get("数据库") == table.get("数据库") and "数据" in fresh and fresh.get("不是词吧吧") is None
+
+
 def test_strings_that_are_not_keys_are_not_found(
     jiebas: tuple[dict[str, int], int], table: CompactFreq
 ) -> None:
@@ -100,7 +107,9 @@ def test_jieba_segments_the_same_with_the_compact_table_and_takes_added_words(ta
     for text in texts:
         assert list(compact.cut_for_search(text)) == list(plain.cut_for_search(text))
         assert list(compact.cut(text)) == list(plain.cut(text))
+    assert "状态管理器件" not in compact.FREQ  # looked up (and remembered as absent) before it is added
     for t in (plain, compact):
         t.add_word("状态管理器件", 50)
+    assert compact.FREQ.get("状态管理器件") == 50 and compact.FREQ.get("状态管理器") == 0
     text = "我们的状态管理器件很好"
     assert list(compact.cut(text)) == list(plain.cut(text)) and "状态管理器件" in list(compact.cut(text))

@@ -8,7 +8,8 @@ is ~75 MB, held by every process that segments one Chinese text — with Milvus 
 questions from flat arrays: the keys' CRC-32s sorted (binary search), their frequencies, and where
 each key's characters start in one string holding every word once (a prefix points into its word).
 A CRC match is confirmed by comparing the characters, so answers are exact, never probabilistic.
-Each lookup costs ~1 µs instead of a dict's ~0.05 µs: segmenting is a few per cent slower.
+A lookup costs ~1.7 µs instead of a dict's ~0.05 µs, so the latest 50,000 answers are kept in an
+ordinary dict (text repeats its words).
 
 The table is built once from jieba's ``dict.txt`` (~2 s) and kept in the temp folder beside
 jieba's own cache (keyed by the file's size and modification time, one per user, written
@@ -37,6 +38,8 @@ logger = logging.getLogger("memsearch.store")
 _MAGIC = b"memsearch-jieba-freq-1\n"
 _HEADER = struct.Struct("<QQQ")
 _MISSING: Any = object()
+#: Lookups remembered at most (~5 MB of short strings); the memory is cleared when it is full.
+RECENT_MAX = 50_000
 
 
 def _crc(word: str) -> int:
@@ -49,7 +52,7 @@ def _crc(word: str) -> int:
 class CompactFreq:
     """A read-mostly mapping ``str -> int`` with the same keys and values as jieba's ``FREQ``."""
 
-    __slots__ = ("_added", "_freqs", "_hashes", "_lengths", "_offsets", "_words", "total")
+    __slots__ = ("_added", "_freqs", "_hashes", "_lengths", "_offsets", "_recent", "_words", "total")
 
     def __init__(
         self,
@@ -63,11 +66,21 @@ class CompactFreq:
         self._hashes, self._offsets, self._lengths, self._freqs = hashes, offsets, lengths, freqs
         self._words = words
         self._added: dict[str, int] = {}
+        #: The answers to the latest lookups (None: not a key), bounded by :data:`RECENT_MAX`:
+        #: text repeats its words, and a dict answers ~30 times faster than the binary search.
+        self._recent: dict[str, int | None] = {}
         self.total = total
 
     def get(self, word: str, default: Any = None) -> Any:
-        if self._added and word in self._added:
-            return self._added[word]
+        value = self._recent.get(word, _MISSING)
+        if value is _MISSING:
+            value = self._added[word] if word in self._added else self._find(word)
+            if len(self._recent) >= RECENT_MAX:
+                self._recent.clear()
+            self._recent[word] = value
+        return default if value is None else value
+
+    def _find(self, word: str) -> int | None:
         hashes = self._hashes
         h = _crc(word)
         i = bisect_left(hashes, h)
@@ -76,19 +89,20 @@ class CompactFreq:
             if self._lengths[i] == size and self._words.startswith(word, self._offsets[i]):
                 return self._freqs[i]
             i += 1
-        return default
+        return None
 
     def __contains__(self, word: object) -> bool:
-        return isinstance(word, str) and self.get(word, _MISSING) is not _MISSING
+        return isinstance(word, str) and self.get(word) is not None
 
     def __getitem__(self, word: str) -> int:
-        value = self.get(word, _MISSING)
-        if value is _MISSING:
+        value = self.get(word)
+        if value is None:
             raise KeyError(word)
         return int(value)
 
     def __setitem__(self, word: str, freq: int) -> None:
         self._added[word] = freq
+        self._recent.pop(word, None)
 
     def __len__(self) -> int:
         return len(self._hashes) + sum(1 for word in self._added if self.get(word) is None)
