@@ -17,6 +17,7 @@ status with the reason), which the store turns into one-line memsearch errors li
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from memsearch.lite_search import LiteSearcher
 
 F = TypeVar("F", bound=Callable[..., Any])
+logger = logging.getLogger("memsearch.store")
 
 
 def _engine_call(fn: F) -> F:
@@ -141,7 +143,7 @@ class LiteClient:
         #: next batch embeds) and the memory service runs several indexing sources at once. Reads
         #: take the engine's own snapshots and run alongside.
         self._db, self._writing = _acquire(path)
-        self._searchers: dict[int, LiteSearcher] = {}
+        self._searchers: dict[str, LiteSearcher] = {}
 
     @staticmethod
     def schema_types() -> tuple[Any, Any, Any]:
@@ -260,14 +262,18 @@ class LiteClient:
         collection = self._collection(name)
         if len(data) == 1 and not search_params.get("params"):
             # One query (the store's legs): the engine's answer without its per-row loops.
-            fast = self._searcher(collection).search(
-                data[0],
-                field=anns_field,
-                metric=search_params.get("metric_type"),
-                limit=limit,
-                expr=filter or None,
-                output_fields=output_fields,
-            )
+            try:
+                fast = self._searcher(name, collection).search(
+                    data[0],
+                    field=anns_field,
+                    metric=search_params.get("metric_type"),
+                    limit=limit,
+                    expr=filter or None,
+                    output_fields=output_fields,
+                )
+            except Exception:  # a case the fast path misjudged: the engine's own search answers
+                logger.debug("lite_search failed; the engine searches", exc_info=True)
+                fast = None
             if fast is not None:
                 return fast
         hits: list[list[dict[str, Any]]] = collection.search(
@@ -281,14 +287,14 @@ class LiteClient:
         )
         return hits
 
-    def _searcher(self, collection: Any) -> LiteSearcher:
-        """The fast search path of ``collection`` (one per collection object: a dropped and
-        recreated collection is a new object, and gets a new cache)."""
+    def _searcher(self, name: str, collection: Any) -> LiteSearcher:
+        """The fast search path of collection ``name`` (one per name: a dropped and recreated
+        collection is a new object, and replaces the old one's cache)."""
         from memsearch.lite_search import LiteSearcher
 
-        searcher = self._searchers.get(id(collection))
+        searcher = self._searchers.get(name)
         if searcher is None or searcher.collection is not collection:
-            searcher = self._searchers[id(collection)] = LiteSearcher(collection)
+            searcher = self._searchers[name] = LiteSearcher(collection)
         return searcher
 
     @_engine_call
