@@ -101,6 +101,14 @@ def api_tasks(model_url: str, interval: int = 0) -> str:
     return text
 
 
+def api_project(tmp_path: Path, model_url: str, embed_url: str, interval: int = 0) -> tuple[Path, Path]:
+    """A project with journals and a HOME whose config runs every task on the model API."""
+    project = make_project(tmp_path)
+    home = tmp_path / "home"
+    write_config(home, tmp_path / "milvus.db", embed_url, api_tasks(model_url, interval=interval))
+    return project, home
+
+
 def env_for(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE"))}
     # The model's lookups run `memsearch search`: no memory service on demand, which would outlive
@@ -172,9 +180,7 @@ def test_two_weeks_of_journals_give_project_user_and_a_skill_then_nothing_when_u
     model_api: FakeModelAPI,  # noqa: F811
     fake_api: FakeEmbeddingServer,  # noqa: F811
 ) -> None:
-    project = make_project(tmp_path)
-    home = tmp_path / "home"
-    write_config(home, tmp_path / "milvus.db", fake_api.url, api_tasks(model_api.url))
+    project, home = api_project(tmp_path, model_api.url, fake_api.url)
     install_answers(model_api, project)
 
     proc = memsearch(project, home, "maintenance", "run")
@@ -236,9 +242,7 @@ def test_the_interval_holds_a_task_back_until_it_passes(
     model_api: FakeModelAPI,  # noqa: F811
     fake_api: FakeEmbeddingServer,  # noqa: F811
 ) -> None:
-    project = make_project(tmp_path)
-    home = tmp_path / "home"
-    write_config(home, tmp_path / "milvus.db", fake_api.url, api_tasks(model_api.url, interval=24))
+    project, home = api_project(tmp_path, model_api.url, fake_api.url, interval=24)
     install_answers(model_api, project)
     assert memsearch(project, home, "maintenance", "run", "--task", "user_profile").returncode == 0
     (project / ".memsearch" / "memory" / "2026-05-15.md").write_text("- new day\n")
@@ -254,9 +258,7 @@ def test_two_concurrent_runs_run_each_task_once(
     model_api: FakeModelAPI,  # noqa: F811
     fake_api: FakeEmbeddingServer,  # noqa: F811
 ) -> None:
-    project = make_project(tmp_path)
-    home = tmp_path / "home"
-    write_config(home, tmp_path / "milvus.db", fake_api.url, api_tasks(model_api.url))
+    project, home = api_project(tmp_path, model_api.url, fake_api.url)
 
     def slow(reply: dict[str, object]) -> Callable[[ModelCall], Answer]:
         def answer(call: ModelCall) -> Answer:
@@ -627,9 +629,7 @@ def test_an_answer_with_an_unknown_action_is_a_recorded_failure(
     model_api: FakeModelAPI,  # noqa: F811
     fake_api: FakeEmbeddingServer,  # noqa: F811
 ) -> None:
-    project = make_project(tmp_path)
-    home = tmp_path / "home"
-    write_config(home, tmp_path / "milvus.db", fake_api.url, api_tasks(model_api.url))
+    project, home = api_project(tmp_path, model_api.url, fake_api.url)
     model_api.on(lambda c: task_of(c) == "project_review", json_answer({"action": "maybe", "content": "x"}))
     proc = memsearch(project, home, "maintenance", "run", "--task", "project_review")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
