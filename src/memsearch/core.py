@@ -8,11 +8,13 @@ the embedding model are created on first use, so an ``index`` of an unchanged fo
 
 from __future__ import annotations
 
+import functools
 import logging
+import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
 from memsearch.interface import Memory
@@ -22,13 +24,82 @@ if TYPE_CHECKING:
     from memsearch.embeddings import EmbeddingProvider
     from memsearch.expand import Expansion
     from memsearch.indexer import Indexer, IndexReport, Progress
+    from memsearch.service.client import ServiceClient
+    from memsearch.service.watching import OwnerWatch
     from memsearch.store import MilvusStore
     from memsearch.watcher import FileWatcher, OnError, OnEvent
 
 logger = logging.getLogger("memsearch")
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Hybrid candidates per final result handed to the reranker.
 RERANK_FACTOR = 3
+
+
+def _at_owner(method: F) -> F:
+    """Run a public operation where the store's owner is (``memsearch.service.owner``, the one seam):
+    in this process when it owns the store (claimed on first use when nobody does), else as one
+    request to the process that owns it, sent again to the next owner if that one goes away.
+
+    A coroutine operation that is answered remotely never suspends, so :meth:`MemSearch.run` drives
+    it without an event loop; when it turns out to run here after all (a takeover), it starts one.
+    """
+    name = method.__name__
+    if not _is_coroutine_function(method):
+
+        @functools.wraps(method)
+        def call(self: MemSearch, *args: Any, **kwargs: Any) -> Any:
+            answer = self._remote(name, args, kwargs)
+            return method(self, *args, **kwargs) if answer is _here() else answer
+
+        return call  # type: ignore[return-value]
+
+    @functools.wraps(method)
+    async def call_async(self: MemSearch, *args: Any, **kwargs: Any) -> Any:
+        answer = self._remote(name, args, kwargs)
+        if answer is not _here():
+            return answer
+        if not _loop_running():  # driven by MemSearch.run without a loop: start one now
+            import asyncio
+
+            return asyncio.run(method(self, *args, **kwargs))
+        return await method(self, *args, **kwargs)
+
+    _LOOPLESS.add(call_async.__code__)  # type: ignore[attr-defined]  # (wraps keeps the function)
+    return call_async  # type: ignore[return-value]
+
+
+#: The code of the coroutines :meth:`MemSearch.run` may drive without an event loop.
+_LOOPLESS: set[Any] = set()
+
+
+def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(fn)
+
+
+def _here() -> Any:
+    from memsearch.service.owner import HERE
+
+    return HERE
+
+
+def _loop_running() -> bool:
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and asyncio._get_running_loop() is not None
+
+
+def _drive(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends to its end, without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coro.close()
+    raise RuntimeError("a memsearch coroutine suspended outside an event loop")
 
 
 class MemSearch(Memory):
@@ -108,6 +179,56 @@ class MemSearch(Memory):
         #: concurrent first searches; a cold search opens on a worker thread): one opens, the
         #: other waits and shares the store, never a second Lite connection to the same database.
         self._open_lock = threading.RLock()
+        #: What the store's owner needs to build the same engine for this memory's requests.
+        self._settings = {
+            "embedding_provider": embedding_provider,
+            "embedding_model": embedding_model,
+            "embedding_batch_size": embedding_batch_size,
+            "embedding_base_url": embedding_base_url,
+            "embedding_api_key": embedding_api_key,
+            "embedding_timeout": embedding_timeout,
+            "milvus_token": milvus_token,
+            "collection": collection,
+            "description": description,
+            "max_chunk_size": max_chunk_size,
+            "overlap_lines": overlap_lines,
+            "ignore_files": list(self._ignore_files),
+            "exclude": list(self._exclude),
+            "reranker_model": reranker_model,
+            "lock_timeout": lock_timeout,
+            "embedding_cache": embedding_cache,
+            "bm25_analyzer": bm25_analyzer,
+        }
+        #: Whether operations go through the store's owner (False: this is the owner's own engine).
+        self._routed = True
+        #: Set by ``open_memory`` for the CLI's read commands and the hooks: starts a background
+        #: service when nobody owns the store, instead of owning it in this short-lived process.
+        self._spawn: Callable[[], ServiceClient | None] | None = None
+
+    # -- the store's owner ----------------------------------------------------------------
+
+    def _remote(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The answer of the store's owner to ``name(*args, **kwargs)``, or ``HERE`` when this
+        process is the owner (``memsearch.service.owner.call``)."""
+        if not getattr(self, "_routed", False):  # an engine (or built without __init__)
+            return _here()
+        from memsearch.service import owner
+        from memsearch.service.client import ServiceMemory
+
+        def ask(client: ServiceClient) -> Any:
+            memory = ServiceMemory(client, self._settings, self._paths)
+            answer = getattr(memory, name)(*args, **kwargs)
+            return _drive(answer) if name in _ASYNC_OPS else answer
+
+        return owner.call(self._uri, self, ask, spawn=self._spawn)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one of this memory's coroutines from synchronous code (the CLI, the hooks): an
+        operation the store's owner answers needs no event loop (a routed CLI search never imports
+        asyncio); anything else gets one."""
+        if getattr(coro, "cr_code", None) in _LOOPLESS:
+            return _drive(coro)
+        return super().run(coro)
 
     # -- construction from config ---------------------------------------------------------
 
@@ -152,7 +273,9 @@ class MemSearch(Memory):
         with self._open_lock:
             if self._store is None:
                 self._store = self._open_settled(create=True)
-            elif not self._store.exists:  # opened by a read, which creates nothing
+            else:
+                self._store.refresh()  # another memory of this database may have reset it
+            if not self._store.exists:  # opened by a read, or reset since: create it
                 self._store.ensure_collection(self.embedder.dimension)
             return self._store
 
@@ -277,12 +400,14 @@ class MemSearch(Memory):
         """Index all configured paths; returns the number of chunks embedded in this run."""
         return (await self.index_with_report(force=force)).indexed_chunks
 
+    @_at_owner
     async def index_with_report(
         self, *, force: bool = False, progress: Progress | None = None
     ) -> IndexReport:
         """Index all configured paths; per-file failures are in the report, not raised."""
         return await self._indexer(self._paths).index(force=force, progress=progress)
 
+    @_at_owner
     async def index_file(self, path: str | Path) -> int:
         """Index one file (no ignore rules apply); returns chunks embedded."""
         return await self._indexer(self._paths).index_file(path)
@@ -294,7 +419,7 @@ class MemSearch(Memory):
         on_error: OnError | None = None,
         debounce_ms: int | None = None,
         runner: Callable[[Any], Any] | None = None,
-    ) -> FileWatcher:
+    ) -> FileWatcher | OwnerWatch:
         """Keep the index in step with the configured paths as files change; returns the started
         watcher (``stop()`` it, or use it as a context manager: entering does not start it twice).
 
@@ -304,7 +429,26 @@ class MemSearch(Memory):
         path)`` gets a line per change; ``on_error(event_type, exc, path)`` gets per-file failures,
         and the watcher keeps running. Avoid using this instance from another thread while an
         event is being processed (``watcher.wait_idle()`` waits for that).
+
+        When another process owns the store, the watch runs there for as long as the returned
+        :class:`~memsearch.service.watching.OwnerWatch` is not stopped, with the same callbacks.
         """
+        if getattr(self, "_routed", False) and runner is None:
+            from memsearch.service import owner
+
+            if owner.owner(self._uri, self) is not None:
+                from memsearch.service.watching import OwnerWatch
+
+                return OwnerWatch(self, on_event=on_event, on_error=on_error, debounce_ms=debounce_ms).start()
+        return self._watch_here(on_event, on_error, debounce_ms, runner)
+
+    def _watch_here(
+        self,
+        on_event: OnEvent | None,
+        on_error: OnError | None,
+        debounce_ms: int | None,
+        runner: Callable[[Any], Any] | None = None,
+    ) -> FileWatcher:
         from memsearch.watcher import watch_index
 
         return watch_index(
@@ -352,6 +496,7 @@ class MemSearch(Memory):
         )
         return result.summary
 
+    @_at_owner
     def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
         """The stored rows of every chunk, or of those from the file or folder ``source`` (what
         ``compact`` summarises). Opens the store for writing, as indexing the summary will."""
@@ -365,6 +510,7 @@ class MemSearch(Memory):
 
     # -- retrieval ------------------------------------------------------------------------
 
+    @_at_owner
     async def search(
         self, query: str, *, top_k: int = 10, source_prefix: str | None = None
     ) -> list[dict[str, Any]]:
@@ -427,6 +573,7 @@ class MemSearch(Memory):
             results = await rerank_async(query, results, model_name=self._reranker_model, top_k=top_k)
         return results[:top_k]
 
+    @_at_owner
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
         from memsearch.errors import ChunkNotFoundError
@@ -442,16 +589,19 @@ class MemSearch(Memory):
             )
         return row
 
+    @_at_owner
     def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
         """The full section (or ±N lines) around a chunk, read from its markdown file."""
         from memsearch.expand import expand_chunk
 
         return expand_chunk(self.get_chunk(chunk_hash), section=section, context_lines=context_lines)
 
+    @_at_owner
     def count(self) -> int:
         """Number of chunks in the collection (read-only; errors if it does not exist)."""
         return self._read_store().count()
 
+    @_at_owner
     def reset(self) -> None:
         """Drop the collection and forget the manifest; the markdown files are untouched.
 
@@ -475,12 +625,14 @@ class MemSearch(Memory):
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store and the embedding provider's connections (both reopen on next use)."""
+        """Close the store and the embedding provider's connections (both reopen on next use); a
+        store this process owned for this memory alone is handed on to the next owner."""
         if self._store is not None:
             self._store.close()
             self._store = None
         if self._embedder is not None:
             self._embedder.close()
+        self._let_go()
 
     async def aclose(self) -> None:
         """:meth:`close` from a coroutine: the provider's client on the running loop is closed
@@ -490,6 +642,13 @@ class MemSearch(Memory):
             self._store = None
         if self._embedder is not None:
             await self._embedder.aclose()
+        self._let_go()
+
+    def _let_go(self) -> None:
+        if getattr(self, "_routed", False) and "memsearch.service.owner" in sys.modules:
+            from memsearch.service import owner
+
+            owner.let_go(self._uri, self)
 
     def __enter__(self) -> MemSearch:
         return self
@@ -503,6 +662,18 @@ async def _embed_query(embedder: EmbeddingProvider, query: str, release: bool) -
     if release:
         embedder.release_model()
     return vectors
+
+
+#: The operations whose ServiceMemory method is a coroutine.
+_ASYNC_OPS = frozenset({"search", "index_with_report", "index_file"})
+
+
+def engine(paths: Sequence[str | Path] | None = None, **kwargs: Any) -> MemSearch:
+    """A ``MemSearch`` that works on the store in this process and never asks an owner: the memory
+    service's own engines (the service is the owner)."""
+    ms = MemSearch(paths, **kwargs)
+    ms._routed = False
+    return ms
 
 
 def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:

@@ -268,6 +268,11 @@ class ServiceUnavailableError(ServiceError):
     """The service cannot be reached, or dropped the connection before answering."""
 
 
+class ServiceGoneError(ServiceUnavailableError):
+    """The store's owner went away (exited, idled out, was killed) before it answered. Every
+    operation is idempotent, so ``memsearch.service.owner`` sends it again to the next owner."""
+
+
 class ServiceBusyError(ServiceUnavailableError):
     """The service has as many open connections as it accepts; this one was refused."""
 

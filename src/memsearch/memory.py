@@ -1,9 +1,10 @@
-"""``open_memory``: the one place that decides whether a caller talks to the store's memory service
-or opens the store itself, and whether to start that service first.
+"""``open_memory``: the memory of a configured store for the CLI and the agent hooks.
 
-The CLI and the agent hooks call it and get a :class:`~memsearch.interface.Memory`; they never ask
-which implementation they hold. The Python API (``MemSearch``) is not routed and never starts a
-service: a library user owns the store it opens.
+Every caller gets a ``MemSearch``; where its operations run (this process, or the store's owner)
+is decided per operation by ``memsearch.service.owner``, the one seam shared with library users.
+What the CLI and the hooks add: a read command or a hook that finds nobody owning the store
+starts a background service (``memsearch.service.ondemand``) rather than owning it for the few
+hundred milliseconds it runs, so the next command finds the store, jieba and the model warm.
 """
 
 from __future__ import annotations
@@ -27,33 +28,26 @@ def open_memory(
     keep_model: bool = True,
     **extra: Any,
 ) -> Memory:
-    """The memory of ``cfg``'s store for ``paths``: the store's memory service when one is running
-    for it (and ``service`` is true), else a ``MemSearch`` that opens the store in this process.
+    """The memory of ``cfg``'s store for ``paths``, as a ``MemSearch`` that goes through the store's
+    owner (``memsearch.service.owner``).
 
-    With ``start`` (the CLI's read commands, the hooks), a missing service is started first when
-    ``service.autostart`` allows it (``memsearch.service.ondemand``), so that the next command finds
-    it warm. ``keep_model=False`` is for a command that embeds once (one search, one index run)
-    and opens the store itself: it drops a local model as soon as it is done with it
-    (``MemSearch``'s argument; a service keeps its model for the next caller). ``extra`` are
-    further ``MemSearch`` arguments (e.g. ``description``). Both implementations answer the same
-    methods with the same results.
+    With ``start`` (the CLI's read commands, the hooks), a store nobody owns gets a background
+    service started for it when ``service.autostart`` allows it. ``service=False`` opens the store
+    in this process whoever owns it (the memory service's fallback; waits for the store's lock).
+    ``keep_model=False`` is for a command that embeds once: a local model is dropped as soon as it
+    is done with it. ``extra`` are further ``MemSearch`` arguments (e.g. ``description``).
     """
-    from memsearch.core import config_kwargs
+    from memsearch.core import MemSearch, config_kwargs, engine
 
     settings = {**config_kwargs(cfg), **extra}
-    if service:
-        from memsearch.service.client import ServiceMemory, connect
+    if not service:
+        return engine(paths, **settings, keep_model=keep_model)
+    memory = MemSearch(paths, **settings, keep_model=keep_model)
+    if start:
+        from memsearch.service import ondemand
 
-        client = connect(cfg.milvus.uri)
-        if client is None and start:
-            from memsearch.service import ondemand
-
-            if ondemand.autostart_enabled(cfg.service.autostart):
-                client = ondemand.start_service(
-                    cfg.milvus.uri, idle=ondemand.idle_timeout(cfg.service.idle_timeout)
-                )
-        if client is not None:
-            return ServiceMemory(client, settings, paths)
-    from memsearch.core import MemSearch
-
-    return MemSearch(paths, **settings, keep_model=keep_model)
+        if ondemand.autostart_enabled(cfg.service.autostart):
+            idle = ondemand.idle_timeout(cfg.service.idle_timeout)
+            uri = cfg.milvus.uri
+            memory._spawn = lambda: ondemand.start_service(uri, idle=idle)
+    return memory

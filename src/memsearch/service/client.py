@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.errors import (
     ServiceError,
+    ServiceGoneError,
     ServicePeerError,
     ServiceRequestError,
     ServiceTimeoutError,
@@ -152,11 +153,10 @@ class ServiceClient:
                 hint="a sandbox blocks its socket: run the command outside the sandbox, "
                 "or read the journal files directly",
             ) from exc
-        except OSError as exc:
-            raise ServiceUnavailableError(
+        except OSError as exc:  # no socket, or nobody listening on it: its owner has gone
+            raise ServiceGoneError(
                 f"{self._describe()} is not answering ({exc})",
-                hint="run the command again (a stopping service is replaced or bypassed), "
-                "restart it with `memsearch serve`, or set MEMSEARCH_NO_SERVICE=1",
+                hint="run the command again (the next owner of the store takes over)",
             ) from exc
 
     def request(
@@ -221,16 +221,20 @@ class ServiceClient:
             hint=hint + f"; {TIMEOUT_ENV} sets how long to wait",
         )
 
-    def _gone(self, exc: OSError | None) -> ServiceUnavailableError:
+    def _gone(self, exc: OSError | None) -> ServiceGoneError:
         detail = f" ({exc})" if exc else ""
-        return ServiceUnavailableError(
+        return ServiceGoneError(
             f"{self._describe()} closed the connection before answering{detail}",
             hint="it probably stopped or crashed: run the command again "
             "(without a service it opens the store itself); check the service's output",
         )
 
     def watch(
-        self, settings: dict[str, Any], args: dict[str, Any], on_message: Callable[[dict[str, Any]], None]
+        self,
+        settings: dict[str, Any],
+        args: dict[str, Any],
+        on_message: Callable[[dict[str, Any]], None],
+        on_connect: Callable[[socket.socket], None] | None = None,
     ) -> None:
         """Ask the service to watch ``settings["paths"]`` and pass each message it streams back
         to ``on_message`` until the service goes away. The watch lasts as long as this connection:
@@ -239,6 +243,8 @@ class ServiceClient:
         """
         wait = client_timeout()
         with self.connection() as sock:
+            if on_connect is not None:  # e.g. to end the watch from another thread (shutdown)
+                on_connect(sock)
             sock.settimeout(wait)
             with contextlib.suppress(OSError):
                 sock.sendall(encode({"op": "watch", "settings": settings, "args": args}))
@@ -274,6 +280,18 @@ def connect(uri: str) -> ServiceClient | None:
     uid. A socket left behind by a crashed service is removed here. Anything unsafe or broken is
     reported once as a warning and the command runs directly.
     """
+    found = probe(uri)
+    return found if isinstance(found, ServiceClient) else None
+
+
+#: :func:`probe`'s answer when the run files are not to be trusted (reported once as a warning).
+UNTRUSTED = "untrusted"
+
+
+def probe(uri: str) -> ServiceClient | str | None:
+    """:func:`connect`, telling apart why there is no client: None when no service runs (this
+    process may become the owner), :data:`UNTRUSTED` when the run files are unsafe or broken (it
+    must not: it opens the store without serving it)."""
     if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
         return None
     paths = service_paths(uri)
@@ -284,13 +302,13 @@ def connect(uri: str) -> ServiceClient | None:
     unsafe = run_dirs_problem(paths)
     if unsafe is not None:
         warn_once(f"{unsafe.one_line()} (not using the memory service)")
-        return None
+        return UNTRUSTED
     if not stat.S_ISSOCK(st.st_mode):
         warn_once(
             f"{paths.socket} is {file_kind(st.st_mode)}, not the memory service's socket; "
             "not using the service. Hint: remove it"
         )
-        return None
+        return UNTRUSTED
     try:
         held = lock_is_held(paths.lock)
     except OSError as exc:
@@ -298,7 +316,7 @@ def connect(uri: str) -> ServiceClient | None:
             f"the memory service's lock file {paths.lock} cannot be used ({exc}); "
             "not using the service. Hint: remove it"
         )
-        return None
+        return UNTRUSTED
     if not held:
         clean_stale(paths)
         return None
@@ -307,7 +325,7 @@ def connect(uri: str) -> ServiceClient | None:
         client._open().close()
     except ServicePeerError as exc:
         warn_once(f"{exc.one_line()} (not using the memory service)")
-        return None
+        return UNTRUSTED
     except FileNotFoundError:
         return None  # the socket went away since the lstat: the service is stopping
     except OSError:
@@ -378,6 +396,21 @@ class ServiceMemory(Memory):
             "query", filter_expr=source_prefix_filter(source) if source else ""
         )
         return rows
+
+    def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
+        """The stored row of one chunk (``MemSearch.get_chunk``); ChunkNotFoundError when none."""
+        from memsearch.errors import ChunkNotFoundError
+        from memsearch.expand import validate_chunk_hash
+
+        rows = self._call("query", filter_expr=f'chunk_hash == "{validate_chunk_hash(chunk_hash)}"')
+        if not rows:
+            raise ChunkNotFoundError(
+                f"Chunk not found: {chunk_hash}",
+                hint="run `memsearch search` to get current chunk hashes "
+                "(hashes change when a file is edited)",
+            )
+        row: dict[str, Any] = rows[0]
+        return row
 
     def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
         from memsearch.expand import Anchor, Expansion

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -60,7 +61,22 @@ HEARTBEAT_INTERVAL = 1.0
 
 
 def _settings_key(settings: dict[str, Any]) -> str:
-    return json.dumps(settings, sort_keys=True, default=str)
+    """Equal for settings that build the same engine, whether a caller spelled out a default
+    (a ``MemSearch`` sends all its arguments) or left it out (``config_kwargs`` does)."""
+    return json.dumps({**_engine_defaults(), **settings}, sort_keys=True, default=str)
+
+
+@functools.cache
+def _engine_defaults() -> dict[str, Any]:
+    import inspect
+
+    from memsearch.core import MemSearch
+
+    return {
+        name: p.default
+        for name, p in inspect.signature(MemSearch.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty and name not in ("paths", "keep_model", "milvus_uri")
+    }
 
 
 class MemoryService:
@@ -82,8 +98,12 @@ class MemoryService:
         home: Path | None = None,
         idle_timeout: float | None = None,
         on_demand: bool = False,
+        owner: str = "serve",
     ) -> None:
         self.uri = uri
+        #: Who runs this service: "serve", "on-demand", "watch", or "program" (a process that
+        #: opened the store for its own work and serves the others meanwhile; memsearch.service.owner).
+        self.owner = "on-demand" if on_demand else owner
         self.paths = service_paths(uri, home)
         self.idle_timeout = idle_timeout
         self.on_demand = on_demand
@@ -184,6 +204,7 @@ class MemoryService:
             "started_at": self.started_at,
             "on_demand": self.on_demand,
             "idle_timeout": self.idle_timeout,
+            "owner": self.owner,
         }
         atomic_write(self.paths.info, json.dumps(info))
 
@@ -257,6 +278,8 @@ class MemoryService:
         # reconnect to it (it would be waited for below); it takes over once our lock is free.
         if self._listener is not None:
             with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept loop at once (Linux)
+            with contextlib.suppress(OSError):
                 self._listener.close()
             if self._accept_thread is not None:
                 self._accept_thread.join(timeout=5)
@@ -295,7 +318,7 @@ class MemoryService:
 
     def instance(self, settings: dict[str, Any]) -> MemSearch:
         """The MemSearch for these settings (created once, then reused)."""
-        from memsearch.core import MemSearch
+        from memsearch.core import engine
 
         key = _settings_key(settings)
         with self._instances_lock:
@@ -303,7 +326,7 @@ class MemoryService:
             if ms is None:
                 kwargs = {k: v for k, v in settings.items() if k != "paths"}
                 kwargs["milvus_uri"] = self.uri
-                ms = MemSearch(settings.get("paths") or [], **kwargs)
+                ms = engine(settings.get("paths") or [], **kwargs)
                 self._instances[key] = ms
             return ms
 

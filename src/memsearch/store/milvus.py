@@ -279,6 +279,13 @@ class MilvusStore:
             return
         raise self._not_found()
 
+    def refresh(self) -> None:
+        """Forget the collection if it has gone since this store saw it: another memory of the same
+        database (the store's owner serves several) dropped it with ``reset``. The next write then
+        creates it again instead of failing."""
+        if self._exists and self._client is not None and not self._call("has_collection", self._collection):
+            self._exists = False
+
     def _ready_analyzer(self) -> None:
         """Before the first tokenising call on Lite, prepare jieba in this process (see prepare_jieba)."""
         if self._analyzer_ready:
@@ -339,7 +346,11 @@ class MilvusStore:
         self._ready_analyzer()
         written = 0
         for batch in batches(prepare_rows(chunks)):
-            result = self._call("upsert", self._collection, data=batch)
+            try:
+                result = self._call("upsert", self._collection, data=batch)
+            except errors.CollectionNotFoundError:  # dropped meanwhile (see refresh): create it again
+                self.ensure_collection()
+                result = self._call("upsert", self._collection, data=batch)
             count = result.get("upsert_count") if isinstance(result, dict) else None
             written += int(count) if count is not None else len(batch)
         return written

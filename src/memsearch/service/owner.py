@@ -1,0 +1,213 @@
+"""Who answers for a store: one owner per Milvus Lite store, every other memsearch process its client.
+
+Why: Milvus Lite lets one process open a database. Every way into memory (a ``MemSearch`` in a
+program, a CLI command, an agent hook, ``watch``, ``serve``) therefore reaches a Lite store through
+the one process that has it open, its *owner*. Whoever needs the store first either finds the owner
+and sends it the operation (a client of its memory service), or becomes the owner: it opens the
+store itself and, for as long as it holds it, serves the others on the store's socket from threads
+of its own process (:class:`~memsearch.service.server.MemoryService`). A CLI read command or a hook
+may instead start a background service (``memsearch.service.ondemand``), so the next command finds
+everything warm.
+
+When the owner goes away (its program closes the store or exits, it idles out, it is killed), the
+next request of any client finds no owner and one of them takes over; a request that was in flight
+(:class:`~memsearch.errors.ServiceGoneError`) is sent again to the new owner. That is safe because
+every operation is idempotent: chunk IDs are content hashes, so indexing twice stores each chunk
+once, and dropping a dropped collection is a no-op.
+
+This module is the one seam: :func:`call` runs one operation at the owner, or says "here".
+Standard library only until this process claims a store (the server is imported then).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memsearch.errors import MemSearchError, ServiceGoneError, ServiceRunningError, ServiceUnavailableError
+from memsearch.service.client import NO_SERVICE_ENV, UNTRUSTED, ServiceClient, probe, warn_once
+from memsearch.service.paths import lock_is_held, service_paths, store_key
+
+if TYPE_CHECKING:
+    from memsearch.service.server import MemoryService
+
+T = TypeVar("T")
+
+#: Seconds a caller waits through a handover (one owner stopping, the next starting) before it
+#: gives up with one clear error.
+HANDOVER_TIMEOUT = 15.0
+#: Returned by :func:`call` when the operation is to run in this process.
+HERE: Any = object()
+
+
+class _Owned:
+    """A store this process owns: its service, and the memories using it (the store is let go when
+    the last of them closes, or when the process exits)."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+        self.holders: weakref.WeakSet[object] = weakref.WeakSet()
+
+
+_owned: dict[str, _Owned] = {}
+_lock = threading.RLock()
+_exit_hook = False
+
+
+def is_lite(uri: str) -> bool:
+    from memsearch.uri import resolve_uri
+
+    return resolve_uri(uri).path is not None
+
+
+def owned_here(uri: str) -> bool:
+    """Whether this process owns the store at ``uri`` now."""
+    with _lock:
+        return store_key(uri) in _owned
+
+
+def _claim(uri: str, holder: object) -> bool:
+    """Become the owner of ``uri``'s store, serving it from this process; False when another
+    process holds it (or is taking it). A run folder we cannot trust (another user's, a symlink)
+    is warned about once, and then this process opens the store without serving it."""
+    from memsearch.service.server import MemoryService
+
+    key = store_key(uri)
+    with _lock:
+        owned = _owned.get(key)
+        if owned is not None:
+            owned.holders.add(holder)
+            return True
+        service = MemoryService(uri, owner="program")
+        try:
+            service.acquire()
+        except ServiceRunningError:
+            return False
+        except MemSearchError as exc:
+            warn_once(f"{exc.one_line()} (not using the memory service)")
+            return True
+        try:
+            service.start()
+        except MemSearchError as exc:
+            service.stop()
+            warn_once(f"{exc.one_line()} (not using the memory service)")
+            return True
+        owned = _owned[key] = _Owned(service)
+        owned.holders.add(holder)
+        _at_exit()
+        return True
+
+
+def _at_exit() -> None:
+    global _exit_hook
+    if not _exit_hook:
+        _exit_hook = True
+        atexit.register(release_all)
+
+
+def let_go(uri: str, holder: object) -> None:
+    """``holder`` is done with the store (its ``close``): when no other memory of this process uses
+    it, stop serving it and release it for the next owner. The holder has closed its own store
+    first, so the database is free before the service's lock is."""
+    key = store_key(uri)
+    with _lock:
+        owned = _owned.get(key)
+        if owned is None:
+            return
+        owned.holders.discard(holder)
+        if len(owned.holders):
+            return
+        del _owned[key]
+    owned.service.stop()
+
+
+def release_all() -> None:
+    """Stop serving every store this process owns (at exit: clients take over at once instead of
+    finding a dead socket)."""
+    with _lock:
+        owned = list(_owned.values())
+        _owned.clear()
+    for entry in owned:
+        entry.service.stop()
+
+
+def owner(
+    uri: str, holder: object, *, spawn: Callable[[], ServiceClient | None] | None = None
+) -> ServiceClient | None:
+    """The client of the process that owns ``uri``'s store, or None when the operation runs here:
+    this process owns it (claimed now if nobody did), or the store needs no owner (a server URI
+    with no service running, or ``MEMSEARCH_NO_SERVICE``).
+
+    ``spawn`` (the CLI's read commands, the hooks) starts a background service instead of claiming
+    the store here; when it cannot, this process claims it. A store whose lock is held while its
+    socket is not there yet (an owner starting or stopping) is waited for, up to
+    :data:`HANDOVER_TIMEOUT`.
+    """
+    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+        return None
+    with _lock:
+        entry = _owned.get(store_key(uri))
+        if entry is not None:
+            entry.holders.add(holder)
+            return None
+    lite = is_lite(uri)
+    deadline = time.monotonic() + HANDOVER_TIMEOUT
+    while True:
+        found = probe(uri)
+        if isinstance(found, ServiceClient):
+            return found
+        if found == UNTRUSTED:  # warned: this process neither uses nor makes those run files
+            return None
+        if spawn is not None:
+            client = spawn()
+            if client is not None:
+                return client
+            spawn = None  # it could not start one: own the store here instead
+        if not lite or _claim(uri, holder):
+            return None
+        if time.monotonic() > deadline:
+            raise _handover_failed(uri)
+        time.sleep(0.02)
+
+
+def _handover_failed(uri: str) -> ServiceUnavailableError:
+    paths = service_paths(uri)
+    held = False
+    with contextlib.suppress(OSError):
+        held = lock_is_held(paths.lock)
+    return ServiceUnavailableError(
+        f"no memsearch process answered for {paths.store} within {HANDOVER_TIMEOUT:g} s"
+        + (" (one holds its lock but does not listen)" if held else ""),
+        hint="see `memsearch service status`; stop a stuck process with `memsearch service stop`",
+    )
+
+
+def call(
+    uri: str,
+    holder: object,
+    remote: Callable[[ServiceClient], T],
+    *,
+    spawn: Callable[[], ServiceClient | None] | None = None,
+) -> T:
+    """``remote(client)`` at the owner of ``uri``'s store, or :data:`HERE` when the operation is to
+    run in this process. An owner that goes away before answering is replaced (this process may
+    become the owner, and the answer is then :data:`HERE`), and the operation is sent again."""
+    deadline = time.monotonic() + HANDOVER_TIMEOUT
+    while True:
+        client = owner(uri, holder, spawn=spawn)
+        if client is None:
+            result: T = HERE
+            return result
+        try:
+            return remote(client)
+        except ServiceGoneError:
+            if time.monotonic() > deadline:
+                raise
+            spawn = None  # take the store over here rather than start yet another service
+            time.sleep(0.02)
