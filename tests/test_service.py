@@ -184,11 +184,37 @@ def test_direct_open_waits_then_names_the_service(uri: str, service) -> None:
     assert 1.5 <= elapsed < 20
 
 
-def test_a_second_service_for_the_same_store_refuses(uri: str, service) -> None:
-    proc = memsearch("serve", "--milvus-uri", uri, timeout=60)
-    assert proc.returncode == 1
-    assert proc.stderr.startswith("Error: a memsearch service is already running for ")
-    assert f"(pid {service.pid})" in proc.stderr
+def test_a_second_serve_stands_by_and_takes_over_when_the_first_stops(uri: str, service) -> None:
+    log = Path(uri).with_suffix(".second.log")
+    with log.open("w") as out:
+        second = subprocess.Popen(
+            [sys.executable, "-m", "memsearch", "serve", "--milvus-uri", uri],
+            stdout=out,
+            stderr=out,
+            text=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "standing by" not in log.read_text():
+            assert second.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        assert (
+            f"a memsearch service is already running for {Path(uri)} (pid {service.pid})" in log.read_text()
+        )
+        service.send_signal(signal.SIGTERM)
+        assert service.wait(timeout=30) == 0
+        client = ServiceClient(service_paths(uri))
+        while True:
+            with contextlib.suppress(Exception):
+                if client.ping().get("pid") == second.pid:
+                    break
+            assert time.monotonic() < deadline + 60, log.read_text()
+            time.sleep(0.1)
+        assert search_json(uri, QUERIES[0])  # answered by the second
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=30) == 0
+    assert log.read_text().splitlines()[-1] == "Service stopped."
 
 
 def test_a_crashed_service_is_detected_and_cleaned(uri: str) -> None:

@@ -8,7 +8,6 @@ the embedding model are created on first use, so an ``index`` of an unchanged fo
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import threading
@@ -18,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
 from memsearch.interface import Memory
+from memsearch.ownership import LOOPLESS, drive, here
+from memsearch.ownership import at_owner as _at_owner
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -31,75 +32,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("memsearch")
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 
 #: Hybrid candidates per final result handed to the reranker.
 RERANK_FACTOR = 3
-
-
-def _at_owner(method: F) -> F:
-    """Run a public operation where the store's owner is (``memsearch.service.owner``, the one seam):
-    in this process when it owns the store (claimed on first use when nobody does), else as one
-    request to the process that owns it, sent again to the next owner if that one goes away.
-
-    A coroutine operation that is answered remotely never suspends, so :meth:`MemSearch.run` drives
-    it without an event loop; when it turns out to run here after all (a takeover), it starts one.
-    """
-    name = method.__name__
-    if not _is_coroutine_function(method):
-
-        @functools.wraps(method)
-        def call(self: MemSearch, *args: Any, **kwargs: Any) -> Any:
-            answer = self._remote(name, args, kwargs)
-            return method(self, *args, **kwargs) if answer is _here() else answer
-
-        return call  # type: ignore[return-value]
-
-    @functools.wraps(method)
-    async def call_async(self: MemSearch, *args: Any, **kwargs: Any) -> Any:
-        answer = self._remote(name, args, kwargs)
-        if answer is not _here():
-            return answer
-        if not _loop_running():  # driven by MemSearch.run without a loop: start one now
-            import asyncio
-
-            return asyncio.run(method(self, *args, **kwargs))
-        return await method(self, *args, **kwargs)
-
-    _LOOPLESS.add(call_async.__code__)  # type: ignore[attr-defined]  # (wraps keeps the function)
-    return call_async  # type: ignore[return-value]
-
-
-#: The code of the coroutines :meth:`MemSearch.run` may drive without an event loop.
-_LOOPLESS: set[Any] = set()
-
-
-def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
-    import inspect
-
-    return inspect.iscoroutinefunction(fn)
-
-
-def _here() -> Any:
-    from memsearch.service.owner import HERE
-
-    return HERE
-
-
-def _loop_running() -> bool:
-    asyncio = sys.modules.get("asyncio")
-    return asyncio is not None and asyncio._get_running_loop() is not None
-
-
-def _drive(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends to its end, without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        result: T = done.value
-        return result
-    coro.close()
-    raise RuntimeError("a memsearch coroutine suspended outside an event loop")
 
 
 class MemSearch(Memory):
@@ -136,6 +71,9 @@ class MemSearch(Memory):
         bm25_analyzer: str = "auto",
         keep_model: bool = True,
     ) -> None:
+        #: What the store's owner needs to build the same engine for this memory's requests.
+        self._settings = {k: v for k, v in locals().items() if k not in _NOT_SETTINGS}
+        self._settings.update(ignore_files=list(ignore_files or ()), exclude=list(exclude or ()))
         from memsearch.embeddings import DEFAULT_MODELS, PROVIDERS
 
         if embedding_provider not in PROVIDERS:
@@ -179,55 +117,33 @@ class MemSearch(Memory):
         #: concurrent first searches; a cold search opens on a worker thread): one opens, the
         #: other waits and shares the store, never a second Lite connection to the same database.
         self._open_lock = threading.RLock()
-        #: What the store's owner needs to build the same engine for this memory's requests.
-        self._settings = {
-            "embedding_provider": embedding_provider,
-            "embedding_model": embedding_model,
-            "embedding_batch_size": embedding_batch_size,
-            "embedding_base_url": embedding_base_url,
-            "embedding_api_key": embedding_api_key,
-            "embedding_timeout": embedding_timeout,
-            "milvus_token": milvus_token,
-            "collection": collection,
-            "description": description,
-            "max_chunk_size": max_chunk_size,
-            "overlap_lines": overlap_lines,
-            "ignore_files": list(self._ignore_files),
-            "exclude": list(self._exclude),
-            "reranker_model": reranker_model,
-            "lock_timeout": lock_timeout,
-            "embedding_cache": embedding_cache,
-            "bm25_analyzer": bm25_analyzer,
-        }
         #: Whether operations go through the store's owner (False: this is the owner's own engine).
         self._routed = True
-        #: Set by ``open_memory`` for the CLI's read commands and the hooks: starts a background
-        #: service when nobody owns the store, instead of owning it in this short-lived process.
+        #: From ``open_memory`` (CLI reads, hooks): start a background service when nobody owns it.
         self._spawn: Callable[[], ServiceClient | None] | None = None
 
     # -- the store's owner ----------------------------------------------------------------
 
     def _remote(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The answer of the store's owner to ``name(*args, **kwargs)``, or ``HERE`` when this
-        process is the owner (``memsearch.service.owner.call``)."""
+        """The owner's answer to ``name(*args, **kwargs)``, or ``HERE`` (``service.owner.call``)."""
         if not getattr(self, "_routed", False):  # an engine (or built without __init__)
-            return _here()
+            return here()
         from memsearch.service import owner
         from memsearch.service.client import ServiceMemory
 
         def ask(client: ServiceClient) -> Any:
             memory = ServiceMemory(client, self._settings, self._paths)
             answer = getattr(memory, name)(*args, **kwargs)
-            return _drive(answer) if name in _ASYNC_OPS else answer
+            return drive(answer) if name in _ASYNC_OPS else answer
 
-        return owner.call(self._uri, self, ask, spawn=self._spawn)
+        return owner.call(self._uri, self, ask, spawn=self._spawn, engine=engine)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run one of this memory's coroutines from synchronous code (the CLI, the hooks): an
         operation the store's owner answers needs no event loop (a routed CLI search never imports
         asyncio); anything else gets one."""
-        if getattr(coro, "cr_code", None) in _LOOPLESS:
-            return _drive(coro)
+        if getattr(coro, "cr_code", None) in LOOPLESS:
+            return drive(coro)
         return super().run(coro)
 
     # -- construction from config ---------------------------------------------------------
@@ -239,7 +155,9 @@ class MemSearch(Memory):
         paths: Sequence[str | Path] | None = None,
         **extra: Any,
     ) -> MemSearch:
-        """Build from a resolved configuration (see :func:`config_kwargs`)."""
+        """Build from a resolved configuration (see :func:`~memsearch.config.schema.config_kwargs`)."""
+        from memsearch.config.schema import config_kwargs
+
         return cls(paths, **{**config_kwargs(cfg), **extra})
 
     # -- lazily created parts -------------------------------------------------------------
@@ -428,18 +346,15 @@ class MemSearch(Memory):
         one at a time on the watcher's own thread and event loop. ``on_event(event_type, summary,
         path)`` gets a line per change; ``on_error(event_type, exc, path)`` gets per-file failures,
         and the watcher keeps running. Avoid using this instance from another thread while an
-        event is being processed (``watcher.wait_idle()`` waits for that).
-
-        When another process owns the store, the watch runs there for as long as the returned
-        :class:`~memsearch.service.watching.OwnerWatch` is not stopped, with the same callbacks.
+        event is being processed (``watcher.wait_idle()`` waits for that). When another process
+        owns the store, the watch runs there (:class:`~memsearch.service.watching.OwnerWatch`).
         """
         if getattr(self, "_routed", False) and runner is None:
-            from memsearch.service import owner
+            from memsearch.service.watching import watch_at_owner
 
-            if owner.owner(self._uri, self) is not None:
-                from memsearch.service.watching import OwnerWatch
-
-                return OwnerWatch(self, on_event=on_event, on_error=on_error, debounce_ms=debounce_ms).start()
+            elsewhere = watch_at_owner(self, on_event, on_error, debounce_ms, engine)
+            if elsewhere is not None:
+                return elsewhere
         return self._watch_here(on_event, on_error, debounce_ms, runner)
 
     def _watch_here(
@@ -627,24 +542,22 @@ class MemSearch(Memory):
     def close(self) -> None:
         """Close the store and the embedding provider's connections (both reopen on next use); a
         store this process owned for this memory alone is handed on to the next owner."""
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self._let_go()
         if self._embedder is not None:
             self._embedder.close()
-        self._let_go()
 
     async def aclose(self) -> None:
         """:meth:`close` from a coroutine: the provider's client on the running loop is closed
         before this returns."""
+        self._let_go()
+        if self._embedder is not None:
+            await self._embedder.aclose()
+
+    def _let_go(self) -> None:
+        """Close the store, then (the database free first) stop owning it if nothing else here uses it."""
         if self._store is not None:
             self._store.close()
             self._store = None
-        if self._embedder is not None:
-            await self._embedder.aclose()
-        self._let_go()
-
-    def _let_go(self) -> None:
         if getattr(self, "_routed", False) and "memsearch.service.owner" in sys.modules:
             from memsearch.service import owner
 
@@ -666,6 +579,8 @@ async def _embed_query(embedder: EmbeddingProvider, query: str, release: bool) -
 
 #: The operations whose ServiceMemory method is a coroutine.
 _ASYNC_OPS = frozenset({"search", "index_with_report", "index_file"})
+#: Constructor arguments that are not the engine's settings (where, and this process's own choice).
+_NOT_SETTINGS = frozenset({"self", "paths", "milvus_uri", "keep_model", "ignore_files", "exclude"})
 
 
 def engine(paths: Sequence[str | Path] | None = None, **kwargs: Any) -> MemSearch:
@@ -676,26 +591,8 @@ def engine(paths: Sequence[str | Path] | None = None, **kwargs: Any) -> MemSearc
     return ms
 
 
-def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
-    """The one place where configuration becomes ``MemSearch`` arguments.
-
-    Plain JSON-able values, so the CLI can also send them to the memory service.
-    """
-    return {
-        "embedding_provider": cfg.embedding.provider,
-        # None = not chosen (the provider's default), which MemSearch tells from a chosen model
-        "embedding_model": None if cfg.origin.default_embedding_model else cfg.embedding.model or None,
-        "embedding_batch_size": cfg.embedding.batch_size,
-        "embedding_base_url": cfg.embedding.base_url or None,
-        "embedding_api_key": cfg.embedding.api_key or None,
-        "embedding_timeout": cfg.embedding.timeout,
-        "milvus_uri": cfg.milvus.uri,
-        "milvus_token": cfg.milvus.token or None,
-        "collection": cfg.milvus.collection,
-        "max_chunk_size": cfg.chunking.max_chunk_size,
-        "overlap_lines": cfg.chunking.overlap_lines,
-        "ignore_files": list(cfg.indexing.ignore_files),
-        "exclude": list(cfg.indexing.exclude),
-        "reranker_model": cfg.reranker.model,
-        "lock_timeout": cfg.milvus.lock_timeout,
-    }
+def engine_settings(cfg: MemSearchConfig, paths: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
+    """What a memory service is sent to build the engine of ``MemSearch.from_config(cfg, paths,
+    **extra)``: every setting spelled out (so equal settings share one engine) and absolute paths."""
+    absolute = [str(Path(p).expanduser().resolve()) for p in paths]
+    return {**MemSearch.from_config(cfg, paths, **extra)._settings, "paths": absolute}

@@ -53,6 +53,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ServiceTimeoutError
             ServiceUnavailableError
                 ServiceBusyError
+                ServiceGoneError
             UnsafeRunDirError
         SkillError
             GitCommandError

@@ -37,7 +37,8 @@ def open_memory(
     ``keep_model=False`` is for a command that embeds once: a local model is dropped as soon as it
     is done with it. ``extra`` are further ``MemSearch`` arguments (e.g. ``description``).
     """
-    from memsearch.core import MemSearch, config_kwargs, engine
+    from memsearch.config.schema import config_kwargs
+    from memsearch.core import MemSearch, engine
 
     settings = {**config_kwargs(cfg), **extra}
     if not service:

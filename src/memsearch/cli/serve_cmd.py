@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memsearch.cli.options import common_options, resolve
+
+if TYPE_CHECKING:
+    from memsearch.service.server import MemoryService
 
 
 @click.command("serve")
@@ -33,25 +36,49 @@ def serve(idle_timeout: float | None, on_demand: bool, **flags: Any) -> None:
     `search`, `expand` and the hooks also start one by themselves when none runs (see
     service.autostart); that one exits after service.idle_timeout seconds idle.
     """
-    from memsearch.core import config_kwargs
+    from memsearch.core import engine, engine_settings
     from memsearch.service import MemoryService
     from memsearch.service.ondemand import idle_timeout as configured_idle
 
     cfg = resolve(flags)
     if on_demand and idle_timeout is None:
         idle_timeout = configured_idle(cfg.service.idle_timeout)
-    service = MemoryService(cfg.milvus.uri, idle_timeout=idle_timeout, on_demand=on_demand)
-    service.acquire()
+    service = MemoryService(cfg.milvus.uri, engine=engine, idle_timeout=idle_timeout, on_demand=on_demand)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: service.request_stop())
+    if not _acquire_or_stand_by(service, on_demand):
+        click.echo("Service stopped.", err=True)
+        return
     try:
         service.start()
         if on_demand:
             service.ready = True
         else:
-            service.warm(config_kwargs(cfg) | {"paths": []})
+            service.warm(engine_settings(cfg))
         click.echo(f"memsearch service for {service.paths.store} on {service.paths.socket}", err=True)
         service.wait()
     finally:
         service.stop()
     click.echo("Service stopped.", err=True)
+
+
+def _acquire_or_stand_by(service: MemoryService, on_demand: bool) -> bool:
+    """Become the store's owner. When another process owns it (a program, a watch, a service
+    started on demand), a foreground ``serve`` waits and takes over when that one lets go, so
+    "keep this store served while I run" holds whoever came first; False when stopped meanwhile.
+    A service started on demand leaves instead (its starter uses the owner it found)."""
+    from memsearch.errors import ServiceRunningError
+
+    announced = False
+    while True:
+        try:
+            service.acquire()
+            return True
+        except ServiceRunningError as exc:
+            if on_demand:
+                raise
+            if not announced:
+                announced = True
+                click.echo(f"{exc.message}; standing by to take over when it stops", err=True)
+        if service.stop_requested(0.2):
+            return False

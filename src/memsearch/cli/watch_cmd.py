@@ -56,16 +56,12 @@ def watch(paths: tuple[str, ...], description: str | None, users_file: Path | No
     becomes it (so `search` and friends keep working while it watches); if one is running, the
     watch is added to it for as long as this command runs.
     """
-    from memsearch.core import config_kwargs
+    from memsearch.core import engine_settings
     from memsearch.index_state import IndexRun
 
     cfg = resolve(flags)
     run = IndexRun.of("watch", paths, cfg)
-    settings = {
-        **config_kwargs(cfg),
-        "description": description or "",
-        "paths": [str(Path(p).expanduser().resolve()) for p in paths],
-    }
+    settings = engine_settings(cfg, paths, description=description or "")
     received: list[int] = []
 
     def interrupt(signum: int, _frame: object) -> None:
@@ -116,7 +112,9 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
     client = connect(uri)
     service = None
     if client is None:
-        service = MemoryService(uri)
+        from memsearch.core import engine
+
+        service = MemoryService(uri, engine=engine, owner="watch")
         try:
             service.acquire()
         except ServiceRunningError:  # the service is starting or stopping: join or replace it

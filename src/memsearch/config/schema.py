@@ -323,3 +323,28 @@ def is_table(tp: Any) -> bool:
 
 def is_mapping(tp: Any) -> bool:
     return typing.get_origin(tp) is dict
+
+
+def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
+    """The one place where configuration becomes ``MemSearch`` arguments.
+
+    Plain JSON-able values, so the CLI can also send them to the memory service.
+    """
+    return {
+        "embedding_provider": cfg.embedding.provider,
+        # None = not chosen (the provider's default), which MemSearch tells from a chosen model
+        "embedding_model": None if cfg.origin.default_embedding_model else cfg.embedding.model or None,
+        "embedding_batch_size": cfg.embedding.batch_size,
+        "embedding_base_url": cfg.embedding.base_url or None,
+        "embedding_api_key": cfg.embedding.api_key or None,
+        "embedding_timeout": cfg.embedding.timeout,
+        "milvus_uri": cfg.milvus.uri,
+        "milvus_token": cfg.milvus.token or None,
+        "collection": cfg.milvus.collection,
+        "max_chunk_size": cfg.chunking.max_chunk_size,
+        "overlap_lines": cfg.chunking.overlap_lines,
+        "ignore_files": list(cfg.indexing.ignore_files),
+        "exclude": list(cfg.indexing.exclude),
+        "reranker_model": cfg.reranker.model,
+        "lock_timeout": cfg.milvus.lock_timeout,
+    }

@@ -181,9 +181,9 @@ def session_start(ctx: HookContext) -> Reply:
 def engine_settings(ctx: HookContext) -> dict[str, Any]:
     """``MemSearch`` arguments for this project: the same the watch started at SessionStart uses, so
     the memory service answers the hooks with the watch's already-open engine."""
-    from memsearch.core import config_kwargs
+    from memsearch import core
 
-    return {**config_kwargs(ctx.config), "description": ctx.description()}
+    return core.engine_settings(ctx.config, description=ctx.description())
 
 
 def open_project_memory(ctx: HookContext, *, service: bool = True) -> Memory:

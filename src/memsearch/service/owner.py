@@ -35,7 +35,7 @@ from memsearch.service.client import NO_SERVICE_ENV, UNTRUSTED, ServiceClient, p
 from memsearch.service.paths import lock_is_held, service_paths, store_key
 
 if TYPE_CHECKING:
-    from memsearch.service.server import MemoryService
+    from memsearch.service.server import Engine, MemoryService
 
 T = TypeVar("T")
 
@@ -72,7 +72,7 @@ def owned_here(uri: str) -> bool:
         return store_key(uri) in _owned
 
 
-def _claim(uri: str, holder: object) -> bool:
+def _claim(uri: str, holder: object, engine: Engine) -> bool:
     """Become the owner of ``uri``'s store, serving it from this process; False when another
     process holds it (or is taking it). A run folder we cannot trust (another user's, a symlink)
     is warned about once, and then this process opens the store without serving it."""
@@ -84,7 +84,7 @@ def _claim(uri: str, holder: object) -> bool:
         if owned is not None:
             owned.holders.add(holder)
             return True
-        service = MemoryService(uri, owner="program")
+        service = MemoryService(uri, engine=engine, owner="program")
         try:
             service.acquire()
         except ServiceRunningError:
@@ -138,15 +138,17 @@ def release_all() -> None:
 
 
 def owner(
-    uri: str, holder: object, *, spawn: Callable[[], ServiceClient | None] | None = None
+    uri: str, holder: object, *, engine: Engine, spawn: Callable[[], ServiceClient | None] | None = None
 ) -> ServiceClient | None:
     """The client of the process that owns ``uri``'s store, or None when the operation runs here:
     this process owns it (claimed now if nobody did), or the store needs no owner (a server URI
     with no service running, or ``MEMSEARCH_NO_SERVICE``).
 
-    ``spawn`` (the CLI's read commands, the hooks) starts a background service instead of claiming
-    the store here; when it cannot, this process claims it. A store whose lock is held while its
-    socket is not there yet (an owner starting or stopping) is waited for, up to
+    ``engine`` builds the engines of a store this process comes to own (``memsearch.core.engine``,
+    passed in: this module never imports the engine). ``spawn`` (the CLI's read commands, the
+    hooks) starts a background service instead of claiming the store here; when it cannot, this
+    process claims it. A store whose lock is held while its socket is not there yet (an owner
+    starting or stopping) is waited for, up to
     :data:`HANDOVER_TIMEOUT`.
     """
     if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
@@ -169,7 +171,7 @@ def owner(
             if client is not None:
                 return client
             spawn = None  # it could not start one: own the store here instead
-        if not lite or _claim(uri, holder):
+        if not lite or _claim(uri, holder, engine):
             return None
         if time.monotonic() > deadline:
             raise _handover_failed(uri)
@@ -193,6 +195,7 @@ def call(
     holder: object,
     remote: Callable[[ServiceClient], T],
     *,
+    engine: Engine,
     spawn: Callable[[], ServiceClient | None] | None = None,
 ) -> T:
     """``remote(client)`` at the owner of ``uri``'s store, or :data:`HERE` when the operation is to
@@ -200,7 +203,7 @@ def call(
     become the owner, and the answer is then :data:`HERE`), and the operation is sent again."""
     deadline = time.monotonic() + HANDOVER_TIMEOUT
     while True:
-        client = owner(uri, holder, spawn=spawn)
+        client = owner(uri, holder, engine=engine, spawn=spawn)
         if client is None:
             result: T = HERE
             return result

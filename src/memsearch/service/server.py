@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from memsearch.errors import (
     MemSearchError,
@@ -61,22 +60,13 @@ HEARTBEAT_INTERVAL = 1.0
 
 
 def _settings_key(settings: dict[str, Any]) -> str:
-    """Equal for settings that build the same engine, whether a caller spelled out a default
-    (a ``MemSearch`` sends all its arguments) or left it out (``config_kwargs`` does)."""
-    return json.dumps({**_engine_defaults(), **settings}, sort_keys=True, default=str)
+    """Equal for equal settings: callers send every setting spelled out (``core.engine_settings``)."""
+    return json.dumps(settings, sort_keys=True, default=str)
 
 
-@functools.cache
-def _engine_defaults() -> dict[str, Any]:
-    import inspect
-
-    from memsearch.core import MemSearch
-
-    return {
-        name: p.default
-        for name, p in inspect.signature(MemSearch.__init__).parameters.items()
-        if p.default is not inspect.Parameter.empty and name not in ("paths", "keep_model", "milvus_uri")
-    }
+#: Builds the engine for one caller's settings: ``memsearch.core.engine`` (given by whoever starts
+#: the service, so that this module never imports the engine and the engine can start a service).
+Engine: TypeAlias = "Callable[..., MemSearch]"
 
 
 class MemoryService:
@@ -95,12 +85,14 @@ class MemoryService:
         self,
         uri: str,
         *,
+        engine: Engine,
         home: Path | None = None,
         idle_timeout: float | None = None,
         on_demand: bool = False,
         owner: str = "serve",
     ) -> None:
         self.uri = uri
+        self._engine = engine
         #: Who runs this service: "serve", "on-demand", "watch", or "program" (a process that
         #: opened the store for its own work and serves the others meanwhile; memsearch.service.owner).
         self.owner = "on-demand" if on_demand else owner
@@ -177,7 +169,9 @@ class MemoryService:
             self.acquire()
         loop = asyncio.new_event_loop()
         self._loop = loop
-        self._loop_thread = threading.Thread(target=loop.run_forever, name="memsearch-engine", daemon=True)
+        self._loop_thread = threading.Thread(
+            target=loop.run_forever, name="memsearch-service-engine", daemon=True
+        )
         self._loop_thread.start()
 
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -195,7 +189,9 @@ class MemoryService:
         listener.listen(128)  # agents fire bursts of hook processes at once
         listener.settimeout(0.25)  # so the accept loop notices stop()
         self._listener = listener
-        self._accept_thread = threading.Thread(target=self._accept_loop, name="memsearch-socket", daemon=True)
+        self._accept_thread = threading.Thread(
+            target=self._accept_loop, name="memsearch-service-socket", daemon=True
+        )
         self._accept_thread.start()
         info = {
             "pid": os.getpid(),
@@ -239,6 +235,10 @@ class MemoryService:
             while not concurrent.futures.wait([future], timeout=HEARTBEAT_INTERVAL).done:
                 beat()
         return future.result()
+
+    def stop_requested(self, timeout: float = 0) -> bool:
+        """Whether :meth:`request_stop` was called (waiting up to ``timeout`` seconds for it)."""
+        return self._stop_requested.wait(timeout)
 
     def request_stop(self) -> None:
         """Ask :meth:`wait` to return (safe from a signal handler)."""
@@ -318,15 +318,13 @@ class MemoryService:
 
     def instance(self, settings: dict[str, Any]) -> MemSearch:
         """The MemSearch for these settings (created once, then reused)."""
-        from memsearch.core import engine
-
         key = _settings_key(settings)
         with self._instances_lock:
             ms = self._instances.get(key)
             if ms is None:
                 kwargs = {k: v for k, v in settings.items() if k != "paths"}
                 kwargs["milvus_uri"] = self.uri
-                ms = engine(settings.get("paths") or [], **kwargs)
+                ms = self._engine(settings.get("paths") or [], **kwargs)
                 self._instances[key] = ms
             return ms
 
@@ -493,6 +491,7 @@ class MemoryService:
             "store": self.paths.store,
             "started_at": self.started_at,
             "ready": self.ready,
+            "owner": self.owner,
             "on_demand": self.on_demand,
             "idle_timeout": self.idle_timeout,
         }

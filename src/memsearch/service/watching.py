@@ -19,7 +19,21 @@ from memsearch.errors import ServiceGoneError
 
 if TYPE_CHECKING:
     from memsearch.core import MemSearch
+    from memsearch.service.server import Engine
     from memsearch.watcher import FileWatcher, OnError, OnEvent
+
+
+def watch_at_owner(
+    ms: MemSearch, on_event: OnEvent | None, on_error: OnError | None, debounce_ms: int | None, engine: Engine
+) -> OwnerWatch | None:
+    """A started watch at the store's owner when that is another process; None when this process
+    owns the store (claimed now if nobody did): then ``ms`` watches it itself."""
+    from memsearch.service import owner
+
+    if owner.owner(ms._uri, ms, engine=engine) is None:
+        return None
+    watch = OwnerWatch(ms, on_event=on_event, on_error=on_error, debounce_ms=debounce_ms, engine=engine)
+    return watch.start()
 
 
 class OwnerWatch:
@@ -37,8 +51,10 @@ class OwnerWatch:
         on_event: OnEvent | None,
         on_error: OnError | None,
         debounce_ms: int | None,
+        engine: Engine,
     ) -> None:
         self._ms = ms
+        self._engine = engine
         self._on_event = on_event
         self._on_error = on_error
         self._debounce_ms = debounce_ms
@@ -62,7 +78,7 @@ class OwnerWatch:
 
         try:
             while not self._stopping.is_set():
-                client = owner.owner(self._ms._uri, self._ms)
+                client = owner.owner(self._ms._uri, self._ms, engine=self._engine)
                 if client is None:  # this process owns the store now: watch here
                     self._local = self._ms._watch_here(self._on_event, self._on_error, self._debounce_ms)
                     self._watching.set()
