@@ -494,17 +494,26 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60
         time.sleep(0.2)
 
 
-@contextlib.contextmanager
-def ours_serving(b: Bench) -> Iterator[None]:
+def ours_serving(b: Bench) -> contextlib.AbstractContextManager[None]:
     """``memsearch serve`` (ours) on ours' store until the block ends; waits until it is ready."""
+    return serving(b, b.ours.store, "full0")
+
+
+def ours_serving_small(b: Bench) -> contextlib.AbstractContextManager[None]:
+    """The same on the in-process rows' store: ours' ``MemSearch`` is then the service's client."""
+    return serving(b, b.ours.work / "small.db", "inprocess")
+
+
+@contextlib.contextmanager
+def serving(b: Bench, store: Path, home: str) -> Iterator[None]:
     t = b.ours
-    env = {**t.env(t.home("full0")), MARKER: "serve"}
+    env = {**t.env(t.home(home)), MARKER: "serve"}
     proc = subprocess.Popen(
-        [*t.cli, "serve", *t.flags(t.store)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*t.cli, "serve", *t.flags(store)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     ping = (
         "from memsearch.service import ServiceClient, service_paths\n"
-        f"print(ServiceClient(service_paths({str(t.store)!r})).ping().get('ready'))\n"
+        f"print(ServiceClient(service_paths({str(store)!r})).ping().get('ready'))\n"
     )
     try:
         deadline = time.monotonic() + 180
@@ -541,6 +550,7 @@ SEARCH = Figure(cli_search, prepare=main_stores)
 SEARCH_ON_DEMAND = Figure(cli_search_on_demand, prepare=main_stores, during=stop_on_demand)
 SEARCH_SERVICE = Figure(cli_search_service, prepare=main_stores, during=ours_serving)
 INPROCESS = Figure(inprocess_search, unit="ms", prepare=small_stores)
+INPROCESS_CLIENT = Figure(inprocess_search, unit="ms", prepare=small_stores, during=ours_serving_small)
 SCALE = Figure(inprocess_search_scale, unit="ms", prepare=scale_stores)
 SCALE_SERVER = Figure(inprocess_search_scale_server, unit="ms", during=scale_servers)
 
@@ -582,6 +592,14 @@ ROWS = [
         "inprocess",
         "in-process `MemSearch.search` p50, openai provider, {small:,} chunks",
         INPROCESS,
+        strict=False,
+    ),
+    Row(
+        "inprocess-client",
+        "in-process `MemSearch.search` p50 while a `memsearch serve` owns the store "
+        "(ours: a client of it; original: alone, it cannot share a store)",
+        INPROCESS_CLIENT,
+        target=2.0,
         strict=False,
     ),
 ]

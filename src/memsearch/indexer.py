@@ -136,10 +136,18 @@ class Manifest:
     path: Path | None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     files: dict[str, FileEntry] = field(default_factory=dict)
+    #: The file as this run found it (inode, mtime): :meth:`save` writes only over that same file.
+    seen: tuple[int, int] | None = None
 
     @classmethod
     def load(cls, path: Path | None, fingerprint: dict[str, Any]) -> Manifest:
         """Load the manifest; a missing, unreadable or differently-configured one starts empty."""
+        manifest = cls._read(path, fingerprint)
+        manifest.seen = _identity(path)
+        return manifest
+
+    @classmethod
+    def _read(cls, path: Path | None, fingerprint: dict[str, Any]) -> Manifest:
         if path is None:
             return cls(None, fingerprint)
         try:
@@ -152,8 +160,14 @@ class Manifest:
         return cls(path, fingerprint, files)
 
     def save(self) -> None:
-        """Write atomically (temp file + rename) so a crash never leaves half a manifest."""
+        """Write atomically (temp file + rename) so a crash never leaves half a manifest; but not
+        over a manifest that changed since this run read it: a ``reset`` (which deletes it) or
+        another run through another memory of the store happened meanwhile, and this run's view
+        may claim chunks the store no longer has. The next run then checks against the store."""
         if self.path is None:
+            return
+        if _identity(self.path) != self.seen:
+            logger.debug("index manifest %s changed during this run; not overwriting it", self.path)
             return
         data = {
             "version": MANIFEST_VERSION,
@@ -164,6 +178,15 @@ class Manifest:
             atomic_write(self.path, json.dumps(data, separators=(",", ":")))
         except OSError as exc:  # the manifest is an optimisation; never fail indexing for it
             logger.warning("could not write index manifest %s: %s", self.path, exc)
+        self.seen = _identity(self.path)
+
+
+def _identity(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns) if st is not None else None
 
 
 def manifest_path(home: Path, uri: str, collection: str) -> Path:
