@@ -335,6 +335,23 @@ def test_store_reads_what_pymilvus_wrote(target: Target) -> None:
             cleanup.drop()
 
 
+def test_a_write_after_another_store_dropped_the_collection_recreates_it(
+    open_store: Callable[..., MilvusStore],
+) -> None:
+    """Two stores of one database (the store's owner serves several memories at once): one resets
+    while the other still believes in the collection. Its next write creates the collection again
+    (before: "WAL already closed" on Lite, or "No collection"), and a deletion finds nothing."""
+    writer, resetter = open_store(), open_store()
+    assert writer.upsert([chunk("h1", "alpha notes", "/n/a.md", axis(0))]) == 1
+    resetter.drop()
+    assert writer.exists  # it has not looked since
+    assert writer.upsert([chunk("h2", "beta notes", "/n/b.md", axis(1))]) == 1
+    assert writer.count() == 1 and resetter.count() == 1
+    resetter.drop()
+    writer.refresh()
+    assert not writer.exists
+
+
 def test_upsert_search_delete(open_store: Callable[..., MilvusStore]) -> None:
     opened = open_store()
     rows = [

@@ -279,7 +279,7 @@ class MemSearch(Memory):
 
     def _manifest_file(self) -> Path:
         from memsearch.config import memsearch_home
-        from memsearch.indexer import manifest_path
+        from memsearch.manifest import manifest_path
         from memsearch.uri import resolve_uri
 
         return manifest_path(memsearch_home(), resolve_uri(self._uri).uri, self._collection)

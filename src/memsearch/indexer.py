@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding
-from memsearch.errors import EmbeddingError, IndexingError, MemSearchError
-from memsearch.files import atomic_write
+from memsearch.errors import CollectionNotFoundError, EmbeddingError, IndexingError, MemSearchError
+from memsearch.manifest import FileEntry, Manifest, entry_matches, mtime_ns
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
 if TYPE_CHECKING:
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("memsearch.indexer")
 
-MANIFEST_VERSION = 1
 #: Chunks embedded and upserted per step. The provider splits a step into its own (often tiny)
 #: batches; a larger step keeps Milvus upserts few and cheap.
 UPSERT_BATCH = 64
@@ -116,90 +114,6 @@ class IndexSettings:
         }
 
 
-@dataclass
-class FileEntry:
-    """A manifest row: the stat and content hash of a file as last indexed."""
-
-    size: int
-    mtime_ns: int
-    sha256: str
-    chunks: int = 0
-
-    def same_stat(self, f: ScannedFile) -> bool:
-        return self.size == f.size and self.mtime_ns == _mtime_ns(f)
-
-
-@dataclass
-class Manifest:
-    """The per-store record of what is indexed (see module docstring)."""
-
-    path: Path | None
-    fingerprint: dict[str, Any] = field(default_factory=dict)
-    files: dict[str, FileEntry] = field(default_factory=dict)
-    #: The file as this run found it (inode, mtime): :meth:`save` writes only over that same file.
-    seen: tuple[int, int] | None = None
-
-    @classmethod
-    def load(cls, path: Path | None, fingerprint: dict[str, Any]) -> Manifest:
-        """Load the manifest; a missing, unreadable or differently-configured one starts empty."""
-        manifest = cls._read(path, fingerprint)
-        manifest.seen = _identity(path)
-        return manifest
-
-    @classmethod
-    def _read(cls, path: Path | None, fingerprint: dict[str, Any]) -> Manifest:
-        if path is None:
-            return cls(None, fingerprint)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("version") != MANIFEST_VERSION or data.get("fingerprint") != fingerprint:
-                return cls(path, fingerprint)
-            files = {p: FileEntry(**e) for p, e in data.get("files", {}).items()}
-        except (OSError, ValueError, TypeError, AttributeError):
-            return cls(path, fingerprint)
-        return cls(path, fingerprint, files)
-
-    def save(self) -> None:
-        """Write atomically (temp file + rename) so a crash never leaves half a manifest; but not
-        over a manifest that changed since this run read it: a ``reset`` (which deletes it) or
-        another run through another memory of the store happened meanwhile, and this run's view
-        may claim chunks the store no longer has. The next run then checks against the store."""
-        if self.path is None:
-            return
-        if _identity(self.path) != self.seen:
-            logger.debug("index manifest %s changed during this run; not overwriting it", self.path)
-            return
-        data = {
-            "version": MANIFEST_VERSION,
-            "fingerprint": self.fingerprint,
-            "files": {p: vars(e) for p, e in sorted(self.files.items())},
-        }
-        try:
-            atomic_write(self.path, json.dumps(data, separators=(",", ":")))
-        except OSError as exc:  # the manifest is an optimisation; never fail indexing for it
-            logger.warning("could not write index manifest %s: %s", self.path, exc)
-        self.seen = _identity(self.path)
-
-
-def _identity(path: Path | None) -> tuple[int, int] | None:
-    try:
-        st = path.stat() if path is not None else None
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns) if st is not None else None
-
-
-def manifest_path(home: Path, uri: str, collection: str) -> Path:
-    """Where the manifest of one (store, collection) lives under the memsearch home."""
-    key = hashlib.sha256(f"{uri}\0{collection}".encode()).hexdigest()[:16]
-    return home / "manifests" / f"{key}.json"
-
-
-def _mtime_ns(f: ScannedFile) -> int:
-    ns = getattr(f, "mtime_ns", None)
-    return int(ns) if ns is not None else int(f.mtime * 1e9)
-
-
 def _under(source: str, roots: Sequence[Path]) -> bool:
     """True when ``source`` lies inside one of the directory ``roots`` (path-boundary check)."""
     p = Path(source)
@@ -266,7 +180,17 @@ class Indexer:
     # -- public --------------------------------------------------------------------------
 
     async def index(self, *, force: bool = False, progress: Progress | None = None) -> IndexReport:
-        """Index every markdown file under the configured paths; see the module docstring."""
+        """Index every markdown file under the configured paths; see the module docstring.
+
+        A collection dropped during the run (a ``reset`` through another memory of the store, which
+        the store's owner serves at the same time) costs one more run on the collection the next
+        write creates, instead of a failure: what this run stored went with it."""
+        try:
+            return await self._index(force, progress)
+        except CollectionNotFoundError:
+            return await self._index(force, progress)
+
+    async def _index(self, force: bool, progress: Progress | None) -> IndexReport:
         s = self.settings
         result = scan(list(s.paths), ignore_files=list(s.ignore_files), exclude=list(s.exclude))
         files = result.files
@@ -286,7 +210,7 @@ class Indexer:
 
         active = {str(f.path) for f in files}
         gone = [p for p in manifest.files if p not in active and _under(p, roots)]
-        stat_changed = [f for f in files if force or not _entry_matches(manifest, f)]
+        stat_changed = [f for f in files if force or not entry_matches(manifest, f)]
         warnings = [f"skipped {path}: {reason}" for path, reason in result.skipped]
         if not stat_changed and not gone:
             return IndexReport(
@@ -400,7 +324,7 @@ class Indexer:
         chunks, not three copies of it).
         """
         raw = read_markdown_bytes(f.path)
-        entry = FileEntry(f.size, _mtime_ns(f), hashlib.sha256(raw).hexdigest())
+        entry = FileEntry(f.size, mtime_ns(f), hashlib.sha256(raw).hexdigest())
         if entry.sha256 == known_sha256:
             return entry, None
         decoded = decode_markdown(raw, f.path)
@@ -576,11 +500,6 @@ class Indexer:
                 deleted += len(w.stale)
             manifest.files[w.source] = w.entry
         return deleted
-
-
-def _entry_matches(manifest: Manifest, f: ScannedFile) -> bool:
-    entry = manifest.files.get(str(f.path))
-    return entry is not None and entry.same_stat(f)
 
 
 def chunk_record(chunk_id: str, chunk: Chunk, vector: Sequence[float]) -> dict[str, Any]:

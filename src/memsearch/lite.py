@@ -209,10 +209,13 @@ class LiteClient:
         with self._writing:
             self._db.create_collection(name, schema.build(), properties=properties or None)
 
+    # A write looks its collection up under the write lock: a collection object taken before a
+    # drop_collection (another memory of the database resetting it) writes into a closed WAL.
+
     @_engine_call
     def create_index(self, name: str, index_params: _IndexParams, *, sync: bool = True) -> None:
-        collection = self._collection(name)
         with self._writing:
+            collection = self._collection(name)
             for field, params in index_params.specs:
                 collection.create_index(field, params)
 
@@ -234,17 +237,17 @@ class LiteClient:
 
     @_engine_call
     def upsert(self, name: str, *, data: list[dict[str, Any]]) -> dict[str, int]:
-        collection = self._collection(name)
         with self._writing:
+            collection = self._collection(name)
             return {"upsert_count": len(collection.upsert(data))}
 
     @_engine_call
     def delete(self, name: str, *, filter: str = "", ids: Iterable[Any] | None = None) -> dict[str, int]:
-        collection = self._collection(name)
-        if ids is None:
-            ids = [row[collection.pk_field] for row in collection.query(filter, output_fields=[])]
-        pks = list(ids)
         with self._writing:
+            collection = self._collection(name)
+            if ids is None:
+                ids = [row[collection.pk_field] for row in collection.query(filter, output_fields=[])]
+            pks = list(ids)
             return {"delete_count": collection.delete(pks) if pks else 0}
 
     @_engine_call

@@ -220,8 +220,11 @@ class MemoryService:
         # jieba's dictionary on the first search (0.5 s at 2,000 chunks, seconds at 20,000), which
         # would otherwise land on the first prompt's recall. The service owns the store and
         # writes to it, so it creates a missing collection first (a plain search would not).
+        from memsearch.errors import CollectionNotFoundError
+
         ms.store  # noqa: B018 (the property opens the store and creates the collection)
-        await ms.search("warm-up", top_k=1)
+        with contextlib.suppress(CollectionNotFoundError):  # a reset by a client meanwhile
+            await ms.search("warm-up", top_k=1)
 
     def run(self, coro: Any) -> Any:
         """Run a coroutine on the engine loop and wait for its result (from any thread)."""
