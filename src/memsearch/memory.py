@@ -48,10 +48,7 @@ def open_memory(
         if client is None and start:
             from memsearch.service import ondemand
 
-            if ondemand.autostart_enabled(cfg.service.autostart):
-                client = ondemand.start_service(
-                    cfg.milvus.uri, idle=ondemand.idle_timeout(cfg.service.idle_timeout)
-                )
+            client = ondemand.start_for(cfg)
         if client is not None:
             return ServiceMemory(client, settings, paths)
     from memsearch.core import MemSearch

@@ -1,4 +1,5 @@
-"""This user's memory services, seen and stopped from outside: ``memsearch service status|stop``.
+"""This user's memory services, seen and stopped from outside: ``memsearch service status|stop``, and
+the cap on services started on demand.
 
 Why: a service keeps a store, its model and its indexes in memory (150-200 MB); one started on
 demand stays ``service.idle_timeout`` seconds after its last request, so thirty stores searched in
@@ -320,3 +321,22 @@ def _did_not_stop(service: RunningService, timeout: float) -> ServiceTimeoutErro
         hint=f"it finishes the requests in flight first; check `memsearch service status`, or end it "
         f"with {pid}",
     )
+
+
+def make_room(cap: int, keep: str, home: Path | None = None) -> list[RunningService]:
+    """Before a service is started on demand for the store ``keep``: ask the least recently used
+    services started on demand to stop until fewer than ``cap`` remain, and return them. Only
+    on-demand services are ever asked; ``serve``, ``watch`` and programs count for nothing here.
+    Does not wait for them to exit (they finish their requests in flight, then go)."""
+    try:
+        services = list_services(home)
+    except MemSearchError:
+        return []
+    on_demand = [s for s in services if s.owner == "on-demand" and s.state != "stopping" and s.store != keep]
+    excess = len(on_demand) - (cap - 1)
+    if excess <= 0:
+        return []
+    idle_first = sorted(
+        (s for s in on_demand if s.state == "running"), key=lambda s: s.idle or 0.0, reverse=True
+    )
+    return [s for s in idle_first[:excess] if ask_to_stop(s) is None]

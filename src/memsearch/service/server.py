@@ -59,6 +59,10 @@ MAX_CONNECTIONS = 64
 IDLE_TIMEOUT = 5.0
 #: While a request runs, the service sends ``{"alive": true}`` this often (seconds).
 HEARTBEAT_INTERVAL = 1.0
+#: Seconds a service started on demand stays after its last request when its Milvus Lite database
+#: does not exist (a read found nothing there, and reads create nothing): the command that started
+#: it has its answer, and waiting ``idle_timeout`` for a store that is not there helps nobody.
+MISSING_STORE_GRACE = 5.0
 #: Operations that manage the service rather than use the store: they open no store and do not
 #: count as use (a ``memsearch service status`` every minute must not keep idle services alive).
 MANAGEMENT_OPS = frozenset({"ping", "stop"})
@@ -104,6 +108,9 @@ class MemoryService:
         self.owner = owner
         self.on_demand = owner == "on-demand"
         self.command = command_line()
+        from memsearch.uri import resolve_uri
+
+        self._lite_path = resolve_uri(uri).path  # None for a server
         self._active = 0  # connections open now (a watch session is one for its whole life)
         self._busy = 0  # requests (and watch sessions) using the store now
         self._last_active = time.monotonic()  # when the last of them finished
@@ -269,12 +276,21 @@ class MemoryService:
         with self._activity:
             return 0.0 if self._busy else time.monotonic() - self._last_active
 
+    def _idle_limit(self) -> float | None:
+        """``idle_timeout``, shortened to :data:`MISSING_STORE_GRACE` for a service started on demand
+        whose Milvus Lite database does not exist."""
+        if self.idle_timeout is None:
+            return None
+        if self.on_demand and self._lite_path is not None and not _is_dir(self._lite_path):
+            return min(self.idle_timeout, MISSING_STORE_GRACE)
+        return self.idle_timeout
+
     def _idle_expired(self) -> bool:
-        """True once nothing has used the store for ``idle_timeout`` seconds and no connection is
-        open; then the socket is removed at once (under the same lock that counts connections), so
-        no new client finds it: they start or use another service, which takes the store once this
-        one has let it go."""
-        limit = self.idle_timeout
+        """True once nothing has used the store for the idle limit (:meth:`_idle_limit`) and no
+        connection is open; then the socket is removed at once (under the same lock that counts
+        connections), so no new client finds it: they start or use another service, which takes
+        the store once this one has let it go."""
+        limit = self._idle_limit()
         if limit is None:
             return False
         with self._activity:
@@ -606,6 +622,13 @@ class MemoryService:
             self._index_lock = asyncio.Lock()
         async with self._index_lock:  # one indexing run at a time; searches go on meanwhile
             return await ms.index_with_report(force=force)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
