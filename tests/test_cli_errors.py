@@ -235,7 +235,8 @@ def test_reset_without_yes_and_without_stdin_is_one_error(tmp_path: Path) -> Non
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "Error: reset needs a yes, and there is no input to read one from. "
-        "Hint: run `memsearch reset --yes` to drop the collection without asking"
+        f"Hint: run `memsearch reset --yes --milvus-uri {tmp_path / 'm.db'}` to drop the collection "
+        "without asking"
     ]
 
 

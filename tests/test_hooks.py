@@ -186,6 +186,9 @@ def test_session_start_reports_missing_key_and_starts_nothing(hk: HookEnv) -> No
     hk.write_config('[embedding]\nprovider = "openai"\n')
     out = hook_json(hk.hook("claude-code", "session-start", "{}"))
     assert "ERROR: OPENAI_API_KEY not set — memory search disabled" in out["systemMessage"]
+    # the tip's index command names this project's folder and collection (`index` needs a path)
+    index = f"memsearch index {hk.memory_dir} --collection {hk.collection()} --force"
+    assert out["systemMessage"].endswith(f"memsearch config set embedding.provider onnx && {index}")
     assert "hookSpecificOutput" not in out
     assert not (hk.memsearch_dir / ".watch.pid").exists()
 
@@ -240,6 +243,37 @@ def test_prompt_submit_auto_injects_the_best_hits(hk: HookEnv) -> None:
     assert len(hits) == 2
     assert "weasyprint" in context and "chunk_hash " in context
     assert f"--collection {collection}" in context
+
+
+def test_the_recalled_expand_command_works_as_printed_from_another_folder(hk: HookEnv) -> None:
+    """The recall text tells the model how to expand a hit; copied as printed, with a hit's hash,
+    it must reach this project's store, also when ``milvus.uri`` is a relative path (resolved in
+    the project by the hook, and in whatever folder the model's shell is in by the command)."""
+    hk.copy_memory()
+    (hk.home / ".memsearch" / "config.toml").write_text(
+        '[milvus]\nuri = ".memsearch/project.db"\n\n'
+        "[plugins.claude-code.prompt_recall]\nauto_inject = true\ntop_k = 2\n",
+        encoding="utf-8",
+    )
+    no_start = {"MEMSEARCH_SERVICE_AUTOSTART": "0"}  # this store has no service; start none
+    indexed = hk.memsearch("index", str(hk.memory_dir), "--collection", hk.collection(), **no_start)
+    assert indexed.returncode == 0, indexed.stderr
+    stdin = json.dumps({"prompt": "which PDF renderer version did we pin?", "cwd": str(hk.project)})
+    context = hook_json(hk.hook("claude-code", "prompt-submit", stdin, **no_start))["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    template = context.split("(expand one with `", 1)[1].split("`", 1)[0]
+    store = hk.project / ".memsearch" / "project.db"
+    assert template == f"memsearch expand <chunk_hash> --milvus-uri {store} --collection {hk.collection()}"
+    chunk_hash = context.rsplit("(chunk_hash ", 1)[1].split(")", 1)[0]
+    elsewhere = hk.project / "src" / "deep"
+    elsewhere.mkdir(parents=True)
+    argv = shlex.split(template.replace("<chunk_hash>", chunk_hash))
+    proc = subprocess.run(
+        [sys.executable, "-m", *argv], capture_output=True, text=True, cwd=elsewhere, env=hk.env(**no_start)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Source: {hk.memory_dir}")
 
 
 # --- stop: capture, summarise, journal --------------------------------------------------------

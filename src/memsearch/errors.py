@@ -50,6 +50,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ServicePeerError
             ServiceRequestError
             ServiceRunningError
+            ServiceStopRefusedError
             ServiceTimeoutError
             ServiceUnavailableError
                 ServiceBusyError
@@ -253,6 +254,12 @@ class ServiceError(MemSearchError):
 
 class ServiceRunningError(ServiceError):
     """``serve`` found another service already running for the same store."""
+
+
+class ServiceStopRefusedError(ServiceError):
+    """``memsearch service stop`` asked a service that a program runs for itself (a process holding
+    a ``MemSearch``): only that program can release its store, by closing its ``MemSearch`` or
+    exiting."""
 
 
 class UnsafeRunDirError(ServiceError):

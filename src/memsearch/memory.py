@@ -47,8 +47,5 @@ def open_memory(
     if start:
         from memsearch.service import ondemand
 
-        if ondemand.autostart_enabled(cfg.service.autostart):
-            idle = ondemand.idle_timeout(cfg.service.idle_timeout)
-            uri = cfg.milvus.uri
-            memory._spawn = lambda: ondemand.start_service(uri, idle=idle)
+        memory._spawn = lambda: ondemand.start_for(cfg)
     return memory

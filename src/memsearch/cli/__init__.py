@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("memsearch.cli.watch_cmd:watch", "Index PATHS, then keep the index up to date."),
     "compact": ("memsearch.cli.compact_cmd:compact", "Summarise indexed chunks with an LLM."),
     "serve": ("memsearch.cli.serve_cmd:serve", "Run the local memory service for a store (foreground)."),
+    "service": ("memsearch.cli.service_cmd:service", "List or stop the memory services of your stores."),
     "summarize": (
         "memsearch.cli.compact_cmd:summarize",
         "Summarise a transcript from stdin into bullet notes.",

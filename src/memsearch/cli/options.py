@@ -7,7 +7,7 @@ memory from ``memsearch.memory.open_memory``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -92,6 +92,32 @@ indexing_options = _apply(
         click.option("--exclude", multiple=True, help="Extra gitignore-style pattern to skip (repeatable)."),
     ]
 )
+
+
+#: Click parameter -> (flag, whether its value is a secret): the flags that pick a store, which a
+#: follow-up command a command suggests must repeat (see :func:`store_flags`).
+STORE_FLAGS: dict[str, tuple[str, bool]] = {
+    "milvus_uri": ("--milvus-uri", False),
+    "milvus_token": ("--milvus-token", True),
+    "collection": ("--collection", False),
+    "default_collection": ("--default-collection", False),
+}
+
+
+def store_flags(flags: Mapping[str, Any]) -> str:
+    """The store flags this command was given, shell-quoted, each after a space ("" when none): a
+    hint naming another command (``memsearch expand <hash>``, ``memsearch reset --yes``) must work
+    when copied as printed, so it names the same store. The follow-up reads the same config files,
+    so only flags repeat. A secret (``--milvus-token``) is repeated only as an ``env:`` reference."""
+    import shlex
+
+    parts = []
+    for name, (flag, secret) in STORE_FLAGS.items():
+        value = flags.get(name)
+        if value is None or (secret and not str(value).startswith("env:")):
+            continue
+        parts.append(f" {flag} {shlex.quote(str(value))}")
+    return "".join(parts)
 
 
 def resolve(flags: dict[str, Any]) -> MemSearchConfig:

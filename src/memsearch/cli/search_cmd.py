@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, echo_json, resolve
+from memsearch.cli.options import common_options, echo_json, resolve, store_flags
 from memsearch.service import MAX_TOP_K  # the service refuses more (a huge top_k cost gigabytes)
 
 #: Plain output shows this many characters of a chunk, then points at ``expand``.
@@ -57,6 +57,7 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
         content = r["content"]
         if len(content) > PREVIEW_CHARS:
             click.echo(content[:PREVIEW_CHARS])
-            click.echo(f"  ... [truncated, run 'memsearch expand {r['chunk_hash']}' for full content]")
+            expand = f"memsearch expand {r['chunk_hash']}{store_flags(flags)}"
+            click.echo(f"  ... [truncated, run '{expand}' for full content]")
         else:
             click.echo(content)

@@ -43,7 +43,8 @@ def serve(idle_timeout: float | None, on_demand: bool, **flags: Any) -> None:
     cfg = resolve(flags)
     if on_demand and idle_timeout is None:
         idle_timeout = configured_idle(cfg.service.idle_timeout)
-    service = MemoryService(cfg.milvus.uri, engine=engine, idle_timeout=idle_timeout, on_demand=on_demand)
+    owner = "on-demand" if on_demand else "serve"
+    service = MemoryService(cfg.milvus.uri, engine=engine, idle_timeout=idle_timeout, owner=owner)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: service.request_stop())
     if not _acquire_or_stand_by(service, on_demand):

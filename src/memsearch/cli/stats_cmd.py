@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import resolve, store_options
+from memsearch.cli.options import resolve, store_flags, store_options
 
 
 @click.command("stats")
@@ -36,7 +36,7 @@ def stats(**flags: Any) -> None:
 def reset(yes: bool, **flags: Any) -> None:
     """Drop all indexed data (the markdown files are not touched)."""
     if not yes:
-        _confirm("This will delete all indexed data. Continue?")
+        _confirm("This will delete all indexed data. Continue?", f"memsearch reset --yes{store_flags(flags)}")
     from memsearch.memory import open_memory
 
     with open_memory(resolve(flags)) as memory:
@@ -44,8 +44,9 @@ def reset(yes: bool, **flags: Any) -> None:
     click.echo("Dropped collection.")
 
 
-def _confirm(question: str) -> None:
-    """Ask on the terminal; without one to ask on (stdin closed) say how to go on instead."""
+def _confirm(question: str, instead: str) -> None:
+    """Ask on the terminal; without one to ask on (stdin closed) say how to go on instead: the
+    command ``instead``, with the store flags given (else it would name the default store)."""
     from memsearch.errors import ConfirmationNeededError
 
     try:
@@ -53,5 +54,5 @@ def _confirm(question: str) -> None:
     except RuntimeError:  # click's input() found no stdin at all
         raise ConfirmationNeededError(
             "reset needs a yes, and there is no input to read one from",
-            hint="run `memsearch reset --yes` to drop the collection without asking",
+            hint=f"run `{instead}` to drop the collection without asking",
         ) from None

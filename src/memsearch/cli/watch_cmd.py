@@ -4,12 +4,15 @@ Output follows the original: the initial ``Indexed N chunks.`` (only when N > 0)
 line and one summary line per change go to stdout; per-file failures go to stderr as
 ``Failed: <path>: <reason>`` and are recorded in ``.index-state.json`` (operation
 ``watch:<event>``, status ``degraded``) while the watcher keeps running. Ctrl+C and SIGTERM both
-stop it cleanly: ``Stopping watcher.`` and exit code 0.
+stop it cleanly: ``Stopping watcher.`` and exit code 0; so does ``memsearch service stop`` when this
+watch serves the store (a watch that joined another process's service takes over when that one
+stops, as when it exits).
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +24,7 @@ from memsearch.cli.options import common_options, indexing_options, resolve
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.index_state import IndexRun
+    from memsearch.service import MemoryService
     from memsearch.watcher import OnError
 
 #: The signals that stop the watcher; SIGTERM is what service managers and `kill` send.
@@ -74,8 +78,12 @@ def watch(paths: tuple[str, ...], description: str | None, users_file: Path | No
         _stop_when_unused(users_file)
     try:
         run.started()
-        while True:  # if the serving process goes away, take over (or join the next one)
-            _watch_once(cfg.milvus.uri, settings, cfg.watch.debounce_ms, session)
+        # If the serving process goes away, take over (or join the next one); the watch that serves
+        # the store ends when `memsearch service stop` asks its service to stop.
+        while not _watch_once(cfg.milvus.uri, settings, cfg.watch.debounce_ms, session):
+            pass
+        click.echo("The memory service was asked to stop (memsearch service stop).")
+        click.echo("Stopping watcher.")
     except KeyboardInterrupt:
         if not received or received[0] == getattr(signal, "SIGINT", None):
             click.echo("")  # end the terminal's "^C" line
@@ -99,8 +107,10 @@ def _stop_when_unused(users_file: Path) -> None:
     guard_watch(users_file.resolve(), stop)
 
 
-def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _Session) -> None:
-    """Watch through the store's service until it goes away, starting it here if none runs."""
+def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _Session) -> bool:
+    """Watch through the store's service until it goes away, starting it here if none runs; True
+    when this process served the store and a client asked that service to stop (then the watch
+    ends rather than serve again)."""
     from memsearch.service import (
         MemoryService,
         ServiceClient,
@@ -119,18 +129,19 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
             service.acquire()
         except ServiceRunningError:  # the service is starting or stopping: join or replace it
             time.sleep(0.1)
-            return
+            return False
         try:
             service.start()
             service.warm(settings)
         except BaseException:
             service.stop()
             raise
+        threading.Thread(target=_end_when_asked, args=(service,), name="memsearch-stop", daemon=True).start()
         client = ServiceClient(service.paths)
     try:
         client.watch(settings, {"debounce_ms": debounce_ms}, session.on_message)
     except ServiceUnavailableError:
-        if service is not None:
+        if service is not None and not service.leaving:
             raise
         time.sleep(0.1)  # the serving process is going away: take over once it has released the store
     finally:
@@ -138,6 +149,14 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
             for sig in STOP_SIGNALS:  # a second Ctrl+C must not cut the clean-up short
                 signal.signal(sig, signal.SIG_IGN)
             service.stop()
+    return service is not None and service.leaving
+
+
+def _end_when_asked(service: MemoryService) -> None:
+    """Once a client asks this watch's service to stop (or it stops anyway), end the watch sessions
+    it serves, this process's own included: the main thread's watch returns and stops the service."""
+    service.wait()
+    service.end_sessions()
 
 
 class _Session:

@@ -71,6 +71,7 @@ MINIMUMS: dict[str, float] = {
     "min_occurrences": 1,
     "top_k": 1,
     "idle_timeout": 1,
+    "max_on_demand": 1,
 }
 
 
@@ -135,9 +136,12 @@ class ServiceConfig:
 
     #: Start one when none runs for the store (``MEMSEARCH_SERVICE_AUTOSTART=0`` turns it off too).
     autostart: bool = True
-    #: Seconds without a connection after which a service started on demand exits
+    #: Seconds without a request after which a service started on demand exits
     #: (``MEMSEARCH_SERVICE_IDLE_TIMEOUT`` overrides it).
     idle_timeout: float = 300.0
+    #: Services started on demand that may run at once (per user); starting one more first stops
+    #: the least recently used (``MEMSEARCH_SERVICE_MAX_ON_DEMAND`` overrides it).
+    max_on_demand: int = 3
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shlex
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "session_start",
     "status_line",
     "stop",
+    "store_flags",
 ]
 
 #: Prompts shorter than this ("ok", "go on") get no recall hint.
@@ -155,9 +157,10 @@ def session_start(ctx: HookContext) -> Reply:
     ctx.memory_dir.mkdir(parents=True, exist_ok=True)
     key = missing_key(ctx.config, ctx.env)
     if key:
+        index = f"memsearch index {shlex.quote(str(ctx.memory_dir))}{store_flags(ctx)} --force"
         return Reply(
             f"{status} | ERROR: {key} not set — memory search disabled | Tip: switch to free local "
-            "embedding: memsearch config set embedding.provider onnx && memsearch index --force"
+            f"embedding: memsearch config set embedding.provider onnx && {index}"
         )
     from memsearch.skills import candidates_hint
 
@@ -209,10 +212,29 @@ def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, An
         return memory.run(memory.search(query, top_k=top_k))
 
 
+def store_flags(ctx: HookContext) -> str:
+    """The flags a ``memsearch`` command suggested to the model or the user must carry to reach this
+    project's memory, each after a space: ``--collection`` (derived from the project, so no config
+    file names it), and ``--milvus-uri`` with the absolute path when ``milvus.uri`` is a relative
+    Milvus Lite path (resolved against the working directory, which may be another folder when the
+    command runs). Any other ``milvus.uri`` comes from the global config (a project file may not set
+    it), which that command reads too."""
+    from pathlib import Path
+
+    from memsearch.uri import resolve_uri
+
+    flags = f" --collection {shlex.quote(ctx.collection)}"
+    uri = ctx.config.milvus.uri
+    location = resolve_uri(uri)
+    if location.path is not None and not Path(uri.strip()).expanduser().is_absolute():
+        flags = f" --milvus-uri {shlex.quote(str(location.path))}" + flags
+    return flags
+
+
 def _format_hits(ctx: HookContext, hits: list[dict[str, Any]]) -> str:
     lines = [
         "[memsearch] Memories that may be relevant (expand one with "
-        f"`memsearch expand <chunk_hash> --collection {ctx.collection}`):"
+        f"`memsearch expand <chunk_hash>{store_flags(ctx)}`):"
     ]
     for hit in hits:
         source = str(hit.get("source", "")).rsplit("/", 1)[-1]

@@ -15,6 +15,10 @@ The package, along the lines of its parts:
 - :mod:`~memsearch.service.client`: :func:`connect` and :class:`ServiceMemory`, the ``Memory`` the
   service answers; standard library only, so a routed ``memsearch search`` never loads pymilvus,
   onnxruntime or asyncio;
+- :mod:`~memsearch.service.ondemand`: starting a store's service for a command, at most
+  ``service.max_on_demand`` of them, never for a read that cannot succeed;
+- :mod:`~memsearch.service.manage`: every service of this user, seen and stopped over its socket
+  (``memsearch service status|stop``); standard library only, like the client;
 - :mod:`~memsearch.service.server`: :class:`MemoryService`, which imports the engine lazily. It is
   imported here only when one of its names is used.
 

@@ -333,13 +333,19 @@ def probe(uri: str) -> ServiceClient | str | None:
     return client
 
 
+#: How ``stats`` names who runs a store's service (``MemoryService.owner``).
+_HOW = {"on-demand": "started on demand", "program": "a program that holds the store"}
+
+
 def describe_service(uri: str) -> str:
     """One line on the service running for ``uri`` ("" when none runs), for ``memsearch stats``."""
     client = connect(uri)
     if client is None:
         return ""
     info = read_info(client.paths)
-    how = "started on demand" if info.get("on_demand") else "memsearch serve / watch"
+    how = _HOW.get(str(info.get("owner")), "memsearch serve / watch")
+    if info.get("owner") == "program" and info.get("command"):
+        how += f": {info['command']}"
     idle = info.get("idle_timeout")
     until = f", exits after {idle:g} s idle" if isinstance(idle, (int, float)) else ""
     return f"Memory service: running (pid {info.get('pid', '?')}, {how}{until})"

@@ -2,9 +2,10 @@
 
 Files under ``<home>/run/``: ``<key>.sock`` (the socket), ``<key>.lock`` (held with ``flock`` by
 the serving process for its lifetime: one service per store, and released by the kernel even after
-``kill -9``), ``<key>.json`` (pid, store, socket, start time). The run folders must be real
-directories owned by us with mode 0700, never followed through a symlink: another local user must
-not be able to read queries or inject memories. Standard library only (the client uses it).
+``kill -9``), ``<key>.json`` (pid, store, socket, start time, its owner and command line). The run
+folders must be real directories owned by us with mode 0700, never followed through a symlink:
+another local user must not be able to read queries or inject memories. Standard library only
+(the client uses it).
 """
 
 from __future__ import annotations
@@ -42,15 +43,20 @@ def store_key(uri: str) -> str:
     return resolve_uri(uri).uri
 
 
-def service_paths(uri: str, home: Path | None = None) -> ServicePaths:
-    """Run-file locations for the service of the store at ``uri``."""
+def run_folder(home: Path | None = None) -> Path:
+    """The folder of every service's lock and info files (``<home>/run``)."""
     if home is None:
         from memsearch.config import memsearch_home
 
         home = memsearch_home()
+    return home / "run"
+
+
+def service_paths(uri: str, home: Path | None = None) -> ServicePaths:
+    """Run-file locations for the service of the store at ``uri``."""
     store = store_key(uri)
     key = hashlib.sha256(store.encode()).hexdigest()[:16]
-    run = home / "run"
+    run = run_folder(home)
     sock = run / f"{key}.sock"
     if len(str(sock)) > _MAX_SOCKET_PATH:  # a deep HOME: fall back to a short private dir
         base = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/memsearch-{os.getuid()}")
@@ -104,15 +110,22 @@ def private_dir(path: Path) -> None:
         raise _unsafe_dir_error(path, problem)
 
 
+def folder_problem(folder: Path) -> UnsafeRunDirError | None:
+    """For clients (which never create anything): why ``folder`` is not a safe run folder, or None
+    (also when it is missing: nothing can be listening there)."""
+    try:
+        problem = _dir_problem(folder)
+    except OSError:
+        return None
+    return None if problem is None else _unsafe_dir_error(folder, problem)
+
+
 def run_dirs_problem(paths: ServicePaths) -> UnsafeRunDirError | None:
     """For clients (which never create anything): the first unsafe run folder, or None."""
     for folder in dict.fromkeys((paths.lock.parent, paths.socket.parent)):
-        try:
-            problem = _dir_problem(folder)
-        except OSError:
-            continue  # missing: nothing can be listening there
+        problem = folder_problem(folder)
         if problem is not None:
-            return _unsafe_dir_error(folder, problem)
+            return problem
     return None
 
 
@@ -129,9 +142,14 @@ def file_kind(mode: int) -> str:
 
 
 def read_info(paths: ServicePaths) -> dict[str, Any]:
-    """The running service's info file (pid, store, socket), or {}."""
+    """The running service's info file (pid, store, socket, ...), or {}."""
+    return read_info_file(paths.info)
+
+
+def read_info_file(path: Path) -> dict[str, Any]:
+    """A service info file as a dict, or {} (missing, unreadable, not JSON, a symlink)."""
     try:
-        fd = os.open(paths.info, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, encoding="utf-8") as fh:
             data = json.loads(fh.read(65536))
     except (OSError, ValueError):

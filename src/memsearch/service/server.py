@@ -18,7 +18,7 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -28,9 +28,11 @@ from memsearch.errors import (
     ServiceError,
     ServiceRequestError,
     ServiceRunningError,
+    ServiceStopRefusedError,
     UnsafeRunDirError,
 )
 from memsearch.files import atomic_write, try_lock
+from memsearch.service.manage import OWNERS, command_line
 from memsearch.service.paths import file_kind, private_dir, read_info, service_paths
 from memsearch.service.protocol import (
     MAX_REQUEST_BYTES,
@@ -57,6 +59,13 @@ MAX_CONNECTIONS = 64
 IDLE_TIMEOUT = 5.0
 #: While a request runs, the service sends ``{"alive": true}`` this often (seconds).
 HEARTBEAT_INTERVAL = 1.0
+#: Seconds a service started on demand stays after its last request when its Milvus Lite database
+#: does not exist (a read found nothing there, and reads create nothing): the command that started
+#: it has its answer, and waiting ``idle_timeout`` for a store that is not there helps nobody.
+MISSING_STORE_GRACE = 5.0
+#: Operations that manage the service rather than use the store: they open no store and do not
+#: count as use (a ``memsearch service status`` every minute must not keep idle services alive).
+MANAGEMENT_OPS = frozenset({"ping", "stop"})
 
 
 def _settings_key(settings: dict[str, Any]) -> str:
@@ -77,8 +86,13 @@ class MemoryService:
     ``MemSearch`` is kept per distinct settings (collection, model, ...), so projects sharing a
     Lite database each get their own collection but share the process and the database lock.
 
-    With ``idle_timeout`` (seconds), :meth:`wait` returns once no connection has been open for that
-    long (a service started on demand, ``on_demand``, exits by itself); without it, only when asked.
+    With ``idle_timeout`` (seconds), :meth:`wait` returns once the store has not been used for that
+    long (a service started on demand exits by itself); without it, only when asked.
+
+    ``owner`` says what runs the service, for ``memsearch service status`` and ``stop``
+    (:data:`~memsearch.service.manage.OWNERS`): ``serve``, ``on-demand`` (``on_demand=True`` means
+    the same), ``watch``, or ``program`` (a process that holds a ``MemSearch`` and serves the
+    others from its threads: a ``stop`` request is refused, as only that program can let go).
     """
 
     def __init__(
@@ -91,17 +105,26 @@ class MemoryService:
         on_demand: bool = False,
         owner: str = "serve",
     ) -> None:
+        if owner not in OWNERS:
+            raise ValueError(f"unknown service owner {owner!r} (one of {', '.join(OWNERS)})")
+        if on_demand and owner == "serve":
+            owner = "on-demand"
         self.uri = uri
         self._engine = engine
-        #: Who runs this service: "serve", "on-demand", "watch", or "program" (a process that
-        #: opened the store for its own work and serves the others meanwhile; memsearch.service.owner).
-        self.owner = "on-demand" if on_demand else owner
         self.paths = service_paths(uri, home)
         self.idle_timeout = idle_timeout
-        self.on_demand = on_demand
+        self.owner = owner
+        self.on_demand = owner == "on-demand"
+        self.command = command_line()
+        from memsearch.uri import resolve_uri
+
+        self._lite_path = resolve_uri(uri).path  # None for a server
         self._active = 0  # connections open now (a watch session is one for its whole life)
-        self._last_active = time.monotonic()
+        self._busy = 0  # requests (and watch sessions) using the store now
+        self._last_active = time.monotonic()  # when the last of them finished
+        self._used = False  # whether any has finished yet
         self._activity = threading.Lock()
+        self._leaving = threading.Event()  # asked to stop (the ``stop`` op): wait() returns
         self._instances: dict[str, MemSearch] = {}
         self._instances_lock = threading.Lock()
         self._index_lock: asyncio.Lock | None = None
@@ -110,6 +133,7 @@ class MemoryService:
         self._lock_fd: int | None = None
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
+        self._wake = threading.Event()  # set with either of the two above: wait() looks at once
         self._sessions: set[socket.socket] = set()
         self._sessions_lock = threading.Lock()
         self._listener: socket.socket | None = None
@@ -127,6 +151,7 @@ class MemoryService:
             "index": self._op_index,
             "index_file": self._op_index_file,
             "query": self._op_query,
+            "stop": self._op_stop,
         }
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -201,6 +226,7 @@ class MemoryService:
             "on_demand": self.on_demand,
             "idle_timeout": self.idle_timeout,
             "owner": self.owner,
+            "command": self.command,
         }
         atomic_write(self.paths.info, json.dumps(info))
 
@@ -246,37 +272,81 @@ class MemoryService:
     def request_stop(self) -> None:
         """Ask :meth:`wait` to return (safe from a signal handler)."""
         self._stop_requested.set()
+        self._wake.set()
+
+    @property
+    def leaving(self) -> bool:
+        """Whether a client asked this service to stop (the ``stop`` op)."""
+        return self._leaving.is_set()
 
     def wait(self) -> None:
-        """Block until :meth:`request_stop` (or :meth:`stop`) is called, or the service has been idle
-        for ``idle_timeout`` seconds."""
-        while not (self._stop_requested.wait(0.5) or self._stopped.is_set()):
-            if self._idle_expired():
+        """Block until :meth:`request_stop` (or :meth:`stop`) is called, a client asks the service to
+        stop (the ``stop`` op), or the store has not been used for ``idle_timeout`` seconds."""
+        while not (self._stop_requested.is_set() or self._stopped.is_set()):
+            if self._leaving.is_set() or self._idle_expired():
                 # Whoever connected just before the socket went is still in the listen backlog:
                 # accept and answer them (stop() waits for open connections) rather than drop them.
                 time.sleep(0.3)
                 return
+            self._wake.wait(0.5)
+
+    def idle_seconds(self) -> float:
+        """Seconds since the last request finished (since the start if none has): 0 while one runs."""
+        with self._activity:
+            return 0.0 if self._busy else time.monotonic() - self._last_active
+
+    def _idle_limit(self) -> float | None:
+        """``idle_timeout``, shortened to :data:`MISSING_STORE_GRACE` for a service started on demand
+        whose Milvus Lite database does not exist."""
+        if self.idle_timeout is None:
+            return None
+        if self.on_demand and self._lite_path is not None and not _is_dir(self._lite_path):
+            return min(self.idle_timeout, MISSING_STORE_GRACE)
+        return self.idle_timeout
 
     def _idle_expired(self) -> bool:
-        """True once no connection has been open for ``idle_timeout`` seconds; then the socket is
-        removed at once (under the same lock that counts connections), so no new client finds it:
-        they start or use another service, which takes the store once this one has let it go."""
-        if self.idle_timeout is None:
+        """True once nothing has used the store for the idle limit (:meth:`_idle_limit`) and no
+        connection is open; then the socket is removed at once (under the same lock that counts
+        connections), so no new client finds it: they start or use another service, which takes
+        the store once this one has let it go."""
+        limit = self._idle_limit()
+        if limit is None:
             return False
         with self._activity:
-            if self._active or time.monotonic() - self._last_active < self.idle_timeout:
+            if self._active or self._busy or time.monotonic() - self._last_active < limit:
                 return False
-            with contextlib.suppress(OSError):
-                if stat.S_ISSOCK(os.lstat(self.paths.socket).st_mode):
-                    self.paths.socket.unlink()
-        logger.info("no connection for %g s: stopping", self.idle_timeout)
+            self._unlink_socket()
+        logger.info("not used for %g s: stopping", limit)
         return True
+
+    def _unlink_socket(self) -> None:
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.lstat(self.paths.socket).st_mode):
+                self.paths.socket.unlink()
+
+    def retire(self) -> None:
+        """Stop as if idle: the socket goes now (no new client finds this service), :meth:`wait`
+        returns, and :meth:`stop` then lets the requests in flight finish. What the ``stop`` op does."""
+        with self._activity:
+            self._unlink_socket()
+            self._leaving.set()
+        self._wake.set()
+        logger.info("asked to stop")
+
+    def end_sessions(self) -> None:
+        """End every watch session: its watcher stops, its client sees the connection close."""
+        with self._sessions_lock:
+            sessions = list(self._sessions)
+        for conn in sessions:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     def stop(self) -> None:
         """Stop listening, close every store, and release the run files."""
         if self._stopped.is_set():
             return
         self._stopped.set()
+        self._wake.set()
         # Stop accepting first, and remove the socket: a watch that loses this service must not
         # reconnect to it (it would be waited for below); it takes over once our lock is free.
         if self._listener is not None:
@@ -286,14 +356,8 @@ class MemoryService:
                 self._listener.close()
             if self._accept_thread is not None:
                 self._accept_thread.join(timeout=5)
-            with contextlib.suppress(OSError):
-                if stat.S_ISSOCK(os.lstat(self.paths.socket).st_mode):
-                    self.paths.socket.unlink()
-        with self._sessions_lock:
-            sessions = list(self._sessions)
-        for conn in sessions:  # ends each watch session: its watcher stops, its client sees EOF
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+            self._unlink_socket()
+        self.end_sessions()
         deadline = time.monotonic() + 15
         while (self._sessions or self._active) and time.monotonic() < deadline:
             time.sleep(0.05)  # the requests in flight finish before their stores close
@@ -406,8 +470,21 @@ class MemoryService:
         finally:
             with self._activity:
                 self._active -= 1
-                self._last_active = time.monotonic()
             self._slots.release()
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[None]:
+        """Counts a request (or watch session) as use of the store while it runs: the idle time
+        (``ping``, ``memsearch service status``, the idle exit) starts when the last one ends."""
+        with self._activity:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._activity:
+                self._busy -= 1
+                self._last_active = time.monotonic()
+                self._used = True
 
     @staticmethod
     def _reply_error(conn: socket.socket, exc: BaseException) -> None:
@@ -423,7 +500,8 @@ class MemoryService:
             return True
         if request["op"] == "watch":
             conn.settimeout(None)
-            self._watch_session(conn, request)
+            with self._using():
+                self._watch_session(conn, request)
             return False
         conn.settimeout(30)  # a client that stops reading must not block this thread for ever
 
@@ -432,11 +510,12 @@ class MemoryService:
                 send(conn, {"alive": True})
 
         self._beat.send = beat
+        managing = request["op"] in MANAGEMENT_OPS
         try:
-            op = self._ops[request["op"]]
-            settings = request["settings"]
-            ms = self.instance(settings) if request["op"] != "ping" else None
-            reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"])}
+            with contextlib.nullcontext() if managing else self._using():
+                op = self._ops[request["op"]]
+                ms = None if managing else self.instance(request["settings"])
+                reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"])}
         except Exception as exc:
             if not isinstance(exc, MemSearchError):
                 logger.exception("service request failed")
@@ -489,15 +568,31 @@ class MemoryService:
                 self._sessions.discard(conn)
 
     def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
+        idle = self.idle_seconds()
         return {
             "pid": os.getpid(),
             "store": self.paths.store,
             "started_at": self.started_at,
             "ready": self.ready,
-            "owner": self.owner,
             "on_demand": self.on_demand,
             "idle_timeout": self.idle_timeout,
+            "owner": self.owner,
+            "command": self.command,
+            "idle": idle,
+            "last_request": time.time() - idle if self._used else None,
         }
+
+    def _op_stop(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
+        if not OWNERS[self.owner].stoppable:
+            raise ServiceStopRefusedError(
+                f"the memory service for {self.paths.store} is run by a program for itself: process "
+                f"{os.getpid()} ({self.command}); it releases the store when that program closes "
+                "its MemSearch or exits",
+                hint="close the MemSearch in that program, or end the program; "
+                "`memsearch service stop` stops only serve, on-demand and watch services",
+            )
+        self.retire()
+        return {"pid": os.getpid(), "store": self.paths.store, "owner": self.owner}
 
     def _op_search(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
         assert ms is not None
@@ -546,6 +641,13 @@ class MemoryService:
             self._index_lock = asyncio.Lock()
         async with self._index_lock:  # one indexing run at a time; searches go on meanwhile
             return await ms.index_with_report(force=force)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
