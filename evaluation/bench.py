@@ -324,8 +324,9 @@ def stop_on_demand(b: Bench) -> Iterator[None]:
 
 
 def cli_search_service(b: Bench, t: Tool, i: int) -> Sample:
-    """Ours with ``memsearch serve`` running on the store (see :func:`ours_serving`); the original
-    has no service, so its figure is its plain CLI search."""
+    """Ours while another process owns the store (the figure's ``during``: ``memsearch serve``, or a
+    program holding ``MemSearch``), so each search is its client; the original cannot share a
+    store, so its figure is its plain CLI search."""
     return cli_search(b, t, len(b.queries) - 1 - i)
 
 
@@ -406,7 +407,10 @@ def main_stores(b: Bench) -> str:
 
 
 def small_stores(b: Bench) -> str:
-    """Both tools index ``--small-chunks`` through the model endpoint (not a figure)."""
+    """Both tools index ``--small-chunks`` through the model endpoint (not a figure), once for the
+    rows that share them."""
+    if (b.work / "corpus-small").exists():
+        return ""
     gen(b.work / "corpus-small", b.args.small_chunks)
     return build_stores(b, b.work / "corpus-small", "small.db", b.model_url)
 
@@ -530,6 +534,44 @@ def serving(b: Bench, store: Path, home: str) -> Iterator[None]:
         proc.wait(timeout=60)
 
 
+#: A program that holds ours' store with a ``MemSearch`` (it searches once to own it warm) until its
+#: stdin closes: the CLI searches of the ``program-owner`` row are its clients.
+_PROGRAM = r"""
+import asyncio, sys
+from memsearch import MemSearch
+
+memory, uri = sys.argv[1:3]
+with MemSearch([memory], milvus_uri=uri) as ms:
+    asyncio.run(ms.search("warm-up", top_k=1))
+    print("ready", flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def program_owning(b: Bench) -> Iterator[None]:
+    """A Python program holding ours' store (see :data:`_PROGRAM`) until the block ends."""
+    t = b.ours
+    env = {**t.env(t.home("full0")), MARKER: "program"}
+    proc = subprocess.Popen(
+        [t.python, "-c", _PROGRAM, t.memory, str(t.store)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise BenchError("ours: the program holding the store did not start")
+        yield
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
 # --- the table ------------------------------------------------------------------------------------
 
 
@@ -550,6 +592,7 @@ SEARCH = Figure(cli_search, prepare=main_stores)
 SEARCH_ON_DEMAND = Figure(cli_search_on_demand, prepare=main_stores, during=stop_on_demand)
 SEARCH_SERVICE = Figure(cli_search_service, prepare=main_stores, during=ours_serving)
 INPROCESS = Figure(inprocess_search, unit="ms", prepare=small_stores)
+SEARCH_PROGRAM = Figure(cli_search_service, prepare=main_stores, during=program_owning)
 INPROCESS_CLIENT = Figure(inprocess_search, unit="ms", prepare=small_stores, during=ours_serving_small)
 SCALE = Figure(inprocess_search_scale, unit="ms", prepare=scale_stores)
 SCALE_SERVER = Figure(inprocess_search_scale_server, unit="ms", during=scale_servers)
@@ -585,6 +628,11 @@ ROWS = [
         strict=False,
     ),
     Row("service", "search with the memory service running (original: its plain CLI search)", SEARCH_SERVICE),
+    Row(
+        "program-owner",
+        "CLI `search` while a program holding `MemSearch` owns the store (original: its plain CLI search)",
+        SEARCH_PROGRAM,
+    ),
     Row("rss-full", "peak RSS, full index", FULL, strict=False, rss=True),
     Row("rss-search", "peak RSS, CLI search (no service)", SEARCH, strict=False, rss=True),
     Row("rss-changed", "peak RSS, one changed file", CHANGED, strict=False, rss=True),

@@ -491,17 +491,11 @@ class MemSearch(Memory):
     @_at_owner
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
-        from memsearch.errors import ChunkNotFoundError
-        from memsearch.expand import validate_chunk_hash
+        from memsearch.expand import chunk_not_found, validate_chunk_hash
 
-        key = validate_chunk_hash(chunk_hash)
-        row = self._read_store().get_by_hash(key)
+        row = self._read_store().get_by_hash(validate_chunk_hash(chunk_hash))
         if row is None:
-            raise ChunkNotFoundError(
-                f"Chunk not found: {chunk_hash}",
-                hint="run `memsearch search` to get current chunk hashes "
-                "(hashes change when a file is edited)",
-            )
+            raise chunk_not_found(chunk_hash)
         return row
 
     @_at_owner

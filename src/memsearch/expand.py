@@ -24,6 +24,7 @@ from typing import Any
 
 from memsearch.chunker import Heading, find_headings, split_lines
 from memsearch.errors import (
+    ChunkNotFoundError,
     InvalidChunkHashError,
     InvalidExpandOptionError,
     SourceFileNotFoundError,
@@ -63,6 +64,14 @@ def validate_chunk_hash(value: str) -> str:
             hint="copy the chunk_hash from `memsearch search --json-output`",
         )
     return candidate
+
+
+def chunk_not_found(chunk_hash: str) -> ChunkNotFoundError:
+    """The answer for a hash no stored chunk has (the store's owner may be another process)."""
+    return ChunkNotFoundError(
+        f"Chunk not found: {chunk_hash}",
+        hint="run `memsearch search` to get current chunk hashes (hashes change when a file is edited)",
+    )
 
 
 # --- anchors --------------------------------------------------------------------------------

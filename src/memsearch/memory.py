@@ -23,7 +23,6 @@ def open_memory(
     cfg: MemSearchConfig,
     paths: Sequence[str] = (),
     *,
-    service: bool = True,
     start: bool = False,
     keep_model: bool = True,
     **extra: Any,
@@ -32,18 +31,14 @@ def open_memory(
     owner (``memsearch.service.owner``).
 
     With ``start`` (the CLI's read commands, the hooks), a store nobody owns gets a background
-    service started for it when ``service.autostart`` allows it. ``service=False`` opens the store
-    in this process whoever owns it (the memory service's fallback; waits for the store's lock).
-    ``keep_model=False`` is for a command that embeds once: a local model is dropped as soon as it
-    is done with it. ``extra`` are further ``MemSearch`` arguments (e.g. ``description``).
+    service started for it when ``service.autostart`` allows it. ``keep_model=False`` is for a
+    command that embeds once: a local model is dropped as soon as it is done with it. ``extra``
+    are further ``MemSearch`` arguments (e.g. ``description``).
     """
     from memsearch.config.schema import config_kwargs
-    from memsearch.core import MemSearch, engine
+    from memsearch.core import MemSearch
 
-    settings = {**config_kwargs(cfg), **extra}
-    if not service:
-        return engine(paths, **settings, keep_model=keep_model)
-    memory = MemSearch(paths, **settings, keep_model=keep_model)
+    memory = MemSearch(paths, **{**config_kwargs(cfg), **extra}, keep_model=keep_model)
     if start:
         from memsearch.service import ondemand
 

@@ -189,18 +189,17 @@ def engine_settings(ctx: HookContext) -> dict[str, Any]:
     return core.engine_settings(ctx.config, description=ctx.description())
 
 
-def open_project_memory(ctx: HookContext, *, service: bool = True) -> Memory:
-    """This project's memory (its memory folder, with the watch's settings): through the memory
-    service, started on demand when none runs (``service.autostart``), else opened here
-    (``memsearch.memory.open_memory`` decides). A hook process searches or indexes once and
-    exits, so a model it loads itself is dropped as soon as it has embedded."""
+def open_project_memory(ctx: HookContext) -> Memory:
+    """This project's memory (its memory folder, with the watch's settings), through the store's
+    owner; a service is started on demand when nobody owns the store (``service.autostart``). A
+    hook process searches or indexes once and exits, so a model it loads itself is dropped as
+    soon as it has embedded."""
     from memsearch.memory import open_memory
 
     return open_memory(
         ctx.config,
         [str(ctx.memory_dir)],
-        service=service,
-        start=service,
+        start=True,
         keep_model=False,
         description=ctx.description(),
     )
@@ -296,16 +295,9 @@ def index_memory(ctx: HookContext) -> None:
 
 
 def _index_report(ctx: HookContext) -> IndexReport:
-    """Index the memory folder through the memory service, or, when there is none or it goes away
-    mid-request, in this process (only the service raises ``ServiceError``)."""
-    from memsearch.errors import ServiceError
-
+    """Index the memory folder at the store's owner (an owner that goes away mid-request is
+    replaced by the seam, ``memsearch.service.owner``)."""
     with open_project_memory(ctx) as memory:
-        try:
-            return memory.run(memory.index_with_report())
-        except ServiceError as exc:
-            log(f"memory service unavailable ({exc.one_line()}); indexing directly")
-    with open_project_memory(ctx, service=False) as memory:
         return memory.run(memory.index_with_report())
 
 

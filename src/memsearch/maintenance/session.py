@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsearch.errors import MemSearchError, ServiceError
+from memsearch.errors import MemSearchError
 from memsearch.maintenance.common import CONTEXT_CHARS, LOCK_FILE, LOG_FILE, LOG_MAX, read_text
 from memsearch.maintenance.state import (
     check_due,
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 
 def index_files(ctx: HookContext, files: Sequence[Path], log: Callable[[str], None] | None = None) -> None:
-    """Index rewritten PROJECT.md/USER.md like a journal (through the memory service when one
-    runs). A failure is logged, never raised: the file is written and the next run retries."""
+    """Index rewritten PROJECT.md/USER.md like a journal (at the store's owner). A failure is
+    logged, never raised: the file is written and the next run retries."""
     from memsearch.memory import open_memory
 
     say = log or (lambda message: None)
@@ -39,12 +39,6 @@ def index_files(ctx: HookContext, files: Sequence[Path], log: Callable[[str], No
     try:
         description = ctx.description()
         with open_memory(ctx.config, paths, description=description) as memory:
-            try:
-                memory.run(memory.index_with_report())
-                return
-            except ServiceError as exc:  # only the service raises it: index here instead
-                say(f"memory service unavailable ({exc.one_line()}); indexing directly")
-        with open_memory(ctx.config, paths, service=False, description=description) as memory:
             memory.run(memory.index_with_report())
     except Exception as exc:
         detail = exc.one_line() if isinstance(exc, MemSearchError) else f"{type(exc).__name__}: {exc}"

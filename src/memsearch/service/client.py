@@ -226,7 +226,7 @@ class ServiceClient:
         return ServiceGoneError(
             f"{self._describe()} closed the connection before answering{detail}",
             hint="it probably stopped or crashed: run the command again "
-            "(without a service it opens the store itself); check the service's output",
+            "(the next owner of the store takes over); check the service's output",
         )
 
     def watch(
@@ -370,13 +370,9 @@ class ServiceMemory(Memory):
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run one of this memory's coroutines: one step, as none of them ever suspends."""
-        try:
-            coro.send(None)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        coro.close()
-        raise RuntimeError("a ServiceMemory coroutine suspended; run it on an event loop instead")
+        from memsearch.ownership import drive
+
+        return drive(coro)
 
     async def search(
         self, query: str, *, top_k: int = 10, source_prefix: str | None = None
@@ -405,16 +401,11 @@ class ServiceMemory(Memory):
 
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk (``MemSearch.get_chunk``); ChunkNotFoundError when none."""
-        from memsearch.errors import ChunkNotFoundError
-        from memsearch.expand import validate_chunk_hash
+        from memsearch.expand import chunk_not_found, validate_chunk_hash
 
         rows = self._call("query", filter_expr=f'chunk_hash == "{validate_chunk_hash(chunk_hash)}"')
         if not rows:
-            raise ChunkNotFoundError(
-                f"Chunk not found: {chunk_hash}",
-                hint="run `memsearch search` to get current chunk hashes "
-                "(hashes change when a file is edited)",
-            )
+            raise chunk_not_found(chunk_hash)
         row: dict[str, Any] = rows[0]
         return row
 

@@ -119,7 +119,7 @@ def store_readable(uri: str, collection: str | None = None) -> bool:
     path = resolve_uri(uri).path
     if path is None:
         return True
-    if path.suffix != ".db" or not _is_dir(path):
+    if path.suffix != ".db" or not is_dir(path):
         return False
     if collection is None:
         return True
@@ -136,10 +136,11 @@ def store_readable(uri: str, collection: str | None = None) -> bool:
     return isinstance(target, str) and "/" not in target and _is_file(collections / target / LITE_SCHEMA)
 
 
-def _is_dir(path: Path) -> bool:
+def is_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory; False when it cannot be looked at (a parent we may not read)."""
     try:
         return path.is_dir()
-    except OSError:  # e.g. permission denied on a parent: not a store this user can read
+    except OSError:
         return False
 
 

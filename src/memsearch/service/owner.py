@@ -66,12 +66,6 @@ def is_lite(uri: str) -> bool:
     return resolve_uri(uri).path is not None
 
 
-def owned_here(uri: str) -> bool:
-    """Whether this process owns the store at ``uri`` now."""
-    with _lock:
-        return store_key(uri) in _owned
-
-
 def _claim(uri: str, holder: object, engine: Engine) -> bool:
     """Become the owner of ``uri``'s store, serving it from this process; False when another
     process holds it (or is taking it). A run folder we cannot trust (another user's, a symlink)

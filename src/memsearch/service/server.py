@@ -33,6 +33,7 @@ from memsearch.errors import (
 )
 from memsearch.files import atomic_write, try_lock
 from memsearch.service.manage import OWNERS, command_line
+from memsearch.service.ondemand import is_dir
 from memsearch.service.paths import file_kind, private_dir, read_info, service_paths
 from memsearch.service.protocol import (
     MAX_REQUEST_BYTES,
@@ -90,9 +91,9 @@ class MemoryService:
     long (a service started on demand exits by itself); without it, only when asked.
 
     ``owner`` says what runs the service, for ``memsearch service status`` and ``stop``
-    (:data:`~memsearch.service.manage.OWNERS`): ``serve``, ``on-demand`` (``on_demand=True`` means
-    the same), ``watch``, or ``program`` (a process that holds a ``MemSearch`` and serves the
-    others from its threads: a ``stop`` request is refused, as only that program can let go).
+    (:data:`~memsearch.service.manage.OWNERS`): ``serve``, ``on-demand``, ``watch``, or ``program``
+    (a process that holds a ``MemSearch`` and serves the others from its threads: a ``stop``
+    request is refused, as only that program can let go).
     """
 
     def __init__(
@@ -102,13 +103,10 @@ class MemoryService:
         engine: Engine,
         home: Path | None = None,
         idle_timeout: float | None = None,
-        on_demand: bool = False,
         owner: str = "serve",
     ) -> None:
         if owner not in OWNERS:
             raise ValueError(f"unknown service owner {owner!r} (one of {', '.join(OWNERS)})")
-        if on_demand and owner == "serve":
-            owner = "on-demand"
         self.uri = uri
         self._engine = engine
         self.paths = service_paths(uri, home)
@@ -300,7 +298,7 @@ class MemoryService:
         whose Milvus Lite database does not exist."""
         if self.idle_timeout is None:
             return None
-        if self.on_demand and self._lite_path is not None and not _is_dir(self._lite_path):
+        if self.on_demand and self._lite_path is not None and not is_dir(self._lite_path):
             return min(self.idle_timeout, MISSING_STORE_GRACE)
         return self.idle_timeout
 
@@ -641,13 +639,6 @@ class MemoryService:
             self._index_lock = asyncio.Lock()
         async with self._index_lock:  # one indexing run at a time; searches go on meanwhile
             return await ms.index_with_report(force=force)
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
