@@ -188,15 +188,13 @@ def test_status_lists_every_service_and_stop_ends_each(
 
 
 PROGRAM = """\
-import sys, threading
-from memsearch.service import MemoryService
+import sys
+from memsearch import MemSearch
 
-service = MemoryService(sys.argv[1], owner="program")
-service.start()
-print("serving", flush=True)
-threading.Thread(target=lambda: (sys.stdin.read(), service.request_stop()), daemon=True).start()
-service.wait()
-service.stop()
+with MemSearch(milvus_uri=sys.argv[1]) as ms:
+    ms.count()  # its first use: nobody owns the store, so this program does, and serves it
+    print("serving", flush=True)
+    sys.stdin.read()
 print("released", flush=True)
 """
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
-from memsearch.interface import Memory
-from memsearch.ownership import LOOPLESS, drive, here
+from memsearch.interface import Memory, drive
+from memsearch.ownership import HERE, LOOPLESS
 from memsearch.ownership import at_owner as _at_owner
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class MemSearch(Memory):
     def _remote(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The owner's answer to ``name(*args, **kwargs)``, or ``HERE`` (``service.owner.call``)."""
         if not getattr(self, "_routed", False):  # an engine (or built without __init__)
-            return here()
+            return HERE
         from memsearch.service import owner
         from memsearch.service.client import ServiceMemory
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["ChunkSource", "Memory"]
+__all__ = ["ChunkSource", "Memory", "drive"]
 
 
 class ChunkSource(ABC):
@@ -94,3 +94,15 @@ class Memory(ChunkSource):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def drive(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (an answer from the store's owner, over its socket) to
+    its end, without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coro.close()
+    raise RuntimeError("a memsearch coroutine suspended outside an event loop")

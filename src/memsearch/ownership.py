@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -23,16 +23,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 LOOPLESS: set[Any] = set()
 
 
-def here() -> Any:
-    """The answer that says "run it in this process" (``memsearch.service.owner.HERE``)."""
-    from memsearch.service.owner import HERE
-
-    return HERE
+#: The answer of ``memsearch.service.owner.call`` that says "run it in this process".
+HERE: Any = object()
 
 
 def at_owner(method: F) -> F:
     """Run a public operation where the store's owner is: ``self._remote(name, args, kwargs)``
-    answers it at the owner, or says :func:`here`, and then the method runs in this process.
+    answers it at the owner, or says :data:`HERE`, and then the method runs in this process.
 
     A coroutine operation answered remotely never suspends; when it runs here after all while it is
     driven without a loop (this process took the store over), it starts one for the local work.
@@ -43,14 +40,14 @@ def at_owner(method: F) -> F:
         @functools.wraps(method)
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             answer = self._remote(name, args, kwargs)
-            return method(self, *args, **kwargs) if answer is here() else answer
+            return method(self, *args, **kwargs) if answer is HERE else answer
 
         return call  # type: ignore[return-value]
 
     @functools.wraps(method)
     async def call_async(self: Any, *args: Any, **kwargs: Any) -> Any:
         answer = self._remote(name, args, kwargs)
-        if answer is not here():
+        if answer is not HERE:
             return answer
         if not loop_running():
             import asyncio
@@ -65,14 +62,3 @@ def at_owner(method: F) -> F:
 def loop_running() -> bool:
     asyncio = sys.modules.get("asyncio")
     return asyncio is not None and asyncio._get_running_loop() is not None
-
-
-def drive(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends to its end, without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        result: T = done.value
-        return result
-    coro.close()
-    raise RuntimeError("a memsearch coroutine suspended outside an event loop")

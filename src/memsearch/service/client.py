@@ -27,7 +27,7 @@ from memsearch.errors import (
     ServiceTimeoutError,
     ServiceUnavailableError,
 )
-from memsearch.interface import Memory
+from memsearch.interface import Memory, drive
 from memsearch.service.paths import (
     ServicePaths,
     clean_stale,
@@ -370,8 +370,6 @@ class ServiceMemory(Memory):
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run one of this memory's coroutines: one step, as none of them ever suspends."""
-        from memsearch.ownership import drive
-
         return drive(coro)
 
     async def search(

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from memsearch.errors import MemSearchError, UnsafeRunDirError
 from memsearch.service.client import NO_SERVICE_ENV, ServiceClient, connect, warn_once
-from memsearch.service.paths import lock_is_held, private_dir, service_paths
+from memsearch.service.paths import is_dir, lock_is_held, private_dir, service_paths
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -134,14 +134,6 @@ def store_readable(uri: str, collection: str | None = None) -> bool:
         return False
     target = aliases.get(collection) if isinstance(aliases, dict) else None
     return isinstance(target, str) and "/" not in target and _is_file(collections / target / LITE_SCHEMA)
-
-
-def is_dir(path: Path) -> bool:
-    """Whether ``path`` is a directory; False when it cannot be looked at (a parent we may not read)."""
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
 
 
 def _is_file(path: Path) -> bool:

@@ -28,9 +28,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from memsearch.errors import MemSearchError, ServiceGoneError, ServiceRunningError, ServiceUnavailableError
+from memsearch.ownership import HERE
 from memsearch.service.client import NO_SERVICE_ENV, UNTRUSTED, ServiceClient, probe, warn_once
 from memsearch.service.paths import lock_is_held, service_paths, store_key
 
@@ -42,8 +43,6 @@ T = TypeVar("T")
 #: Seconds a caller waits through a handover (one owner stopping, the next starting) before it
 #: gives up with one clear error.
 HANDOVER_TIMEOUT = 15.0
-#: Returned by :func:`call` when the operation is to run in this process.
-HERE: Any = object()
 
 
 class _Owned:

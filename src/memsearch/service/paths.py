@@ -180,3 +180,11 @@ def clean_stale(paths: ServicePaths) -> bool:
                 path.unlink()
                 removed = True
     return removed
+
+
+def is_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory; False when it cannot be looked at (a parent we may not read)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False

@@ -18,7 +18,7 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -32,9 +32,10 @@ from memsearch.errors import (
     UnsafeRunDirError,
 )
 from memsearch.files import atomic_write, try_lock
+from memsearch.service.activity import Activity
 from memsearch.service.manage import OWNERS, command_line
-from memsearch.service.ondemand import is_dir
-from memsearch.service.paths import file_kind, private_dir, read_info, service_paths
+from memsearch.service.ops import STORE_OPS, Op
+from memsearch.service.paths import file_kind, is_dir, private_dir, read_info, service_paths
 from memsearch.service.protocol import (
     MAX_REQUEST_BYTES,
     Lines,
@@ -117,11 +118,7 @@ class MemoryService:
         from memsearch.uri import resolve_uri
 
         self._lite_path = resolve_uri(uri).path  # None for a server
-        self._active = 0  # connections open now (a watch session is one for its whole life)
-        self._busy = 0  # requests (and watch sessions) using the store now
-        self._last_active = time.monotonic()  # when the last of them finished
-        self._used = False  # whether any has finished yet
-        self._activity = threading.Lock()
+        self._activity = Activity()
         self._leaving = threading.Event()  # asked to stop (the ``stop`` op): wait() returns
         self._instances: dict[str, MemSearch] = {}
         self._instances_lock = threading.Lock()
@@ -141,14 +138,9 @@ class MemoryService:
         self.started_at = time.time()
         self.ready = False
         self._ops: dict[str, Callable[[MemSearch | None, dict[str, Any]], Any]] = {
-            "ping": self._op_ping,
-            "search": self._op_search,
-            "expand": self._op_expand,
-            "count": self._op_count,
-            "reset": self._op_reset,
+            **{name: self._on_engine(op) for name, op in STORE_OPS.items()},
             "index": self._op_index,
-            "index_file": self._op_index_file,
-            "query": self._op_query,
+            "ping": self._op_ping,
             "stop": self._op_stop,
         }
 
@@ -288,11 +280,6 @@ class MemoryService:
                 return
             self._wake.wait(0.5)
 
-    def idle_seconds(self) -> float:
-        """Seconds since the last request finished (since the start if none has): 0 while one runs."""
-        with self._activity:
-            return 0.0 if self._busy else time.monotonic() - self._last_active
-
     def _idle_limit(self) -> float | None:
         """``idle_timeout``, shortened to :data:`MISSING_STORE_GRACE` for a service started on demand
         whose Milvus Lite database does not exist."""
@@ -310,10 +297,8 @@ class MemoryService:
         limit = self._idle_limit()
         if limit is None:
             return False
-        with self._activity:
-            if self._active or self._busy or time.monotonic() - self._last_active < limit:
-                return False
-            self._unlink_socket()
+        if not self._activity.expired(limit, then=self._unlink_socket):
+            return False
         logger.info("not used for %g s: stopping", limit)
         return True
 
@@ -325,7 +310,7 @@ class MemoryService:
     def retire(self) -> None:
         """Stop as if idle: the socket goes now (no new client finds this service), :meth:`wait`
         returns, and :meth:`stop` then lets the requests in flight finish. What the ``stop`` op does."""
-        with self._activity:
+        with self._activity.lock:
             self._unlink_socket()
             self._leaving.set()
         self._wake.set()
@@ -357,7 +342,7 @@ class MemoryService:
             self._unlink_socket()
         self.end_sessions()
         deadline = time.monotonic() + 15
-        while (self._sessions or self._active) and time.monotonic() < deadline:
+        while (self._sessions or self._activity.connections) and time.monotonic() < deadline:
             time.sleep(0.05)  # the requests in flight finish before their stores close
         with self._instances_lock:
             instances = list(self._instances.values())
@@ -429,10 +414,8 @@ class MemoryService:
 
     def _connection(self, conn: socket.socket) -> None:
         """Serve one connection: its requests in order, each within IDLE_TIMEOUT of the last."""
-        with self._activity:
-            self._active += 1
         try:
-            with conn:
+            with self._activity.connection(), conn:
                 try:
                     creds = peer_credentials(conn)
                 except OSError:
@@ -466,23 +449,7 @@ class MemoryService:
                     if not self._handle(conn, line):
                         return
         finally:
-            with self._activity:
-                self._active -= 1
             self._slots.release()
-
-    @contextlib.contextmanager
-    def _using(self) -> Iterator[None]:
-        """Counts a request (or watch session) as use of the store while it runs: the idle time
-        (``ping``, ``memsearch service status``, the idle exit) starts when the last one ends."""
-        with self._activity:
-            self._busy += 1
-        try:
-            yield
-        finally:
-            with self._activity:
-                self._busy -= 1
-                self._last_active = time.monotonic()
-                self._used = True
 
     @staticmethod
     def _reply_error(conn: socket.socket, exc: BaseException) -> None:
@@ -498,7 +465,7 @@ class MemoryService:
             return True
         if request["op"] == "watch":
             conn.settimeout(None)
-            with self._using():
+            with self._activity.using():
                 self._watch_session(conn, request)
             return False
         conn.settimeout(30)  # a client that stops reading must not block this thread for ever
@@ -510,7 +477,7 @@ class MemoryService:
         self._beat.send = beat
         managing = request["op"] in MANAGEMENT_OPS
         try:
-            with contextlib.nullcontext() if managing else self._using():
+            with contextlib.nullcontext() if managing else self._activity.using():
                 op = self._ops[request["op"]]
                 ms = None if managing else self.instance(request["settings"])
                 reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"])}
@@ -566,7 +533,6 @@ class MemoryService:
                 self._sessions.discard(conn)
 
     def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
-        idle = self.idle_seconds()
         return {
             "pid": os.getpid(),
             "store": self.paths.store,
@@ -576,8 +542,8 @@ class MemoryService:
             "idle_timeout": self.idle_timeout,
             "owner": self.owner,
             "command": self.command,
-            "idle": idle,
-            "last_request": time.time() - idle if self._used else None,
+            "idle": self._activity.idle_seconds(),
+            "last_request": self._activity.last_request(),
         }
 
     def _op_stop(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
@@ -592,45 +558,17 @@ class MemoryService:
         self.retire()
         return {"pid": os.getpid(), "store": self.paths.store, "owner": self.owner}
 
-    def _op_search(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
-        assert ms is not None
-        return self.run(
-            ms.search(args["query"], top_k=args["top_k"], source_prefix=args.get("source_prefix"))
-        )
+    def _on_engine(self, op: Op) -> Callable[[MemSearch | None, dict[str, Any]], Any]:
+        def run(ms: MemSearch | None, args: dict[str, Any]) -> Any:
+            assert ms is not None
+            return self.run(op(ms, args))
 
-    def _op_expand(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
-        assert ms is not None
-        expansion = self.run(
-            _call(
-                ms.expand,
-                args["chunk_hash"],
-                section=bool(args.get("section", True)),
-                context_lines=args.get("context_lines"),
-            )
-        )
-        return dataclasses.asdict(expansion)
-
-    def _op_count(self, ms: MemSearch | None, _args: dict[str, Any]) -> Any:
-        assert ms is not None
-        return self.run(_call(ms.count))
-
-    def _op_reset(self, ms: MemSearch | None, _args: dict[str, Any]) -> Any:
-        assert ms is not None
-        self.run(_call(ms.reset))
-        return None
+        return run
 
     def _op_index(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
         assert ms is not None
         report = self.run(self._index(ms, bool(args.get("force", False))))
         return dataclasses.asdict(report)
-
-    def _op_index_file(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
-        assert ms is not None
-        return self.run(ms.index_file(str(args["path"])))
-
-    def _op_query(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
-        assert ms is not None
-        return self.run(_call(ms.store.query, filter_expr=str(args.get("filter_expr", ""))))
 
     async def _index(self, ms: MemSearch, force: bool) -> IndexReport:
         import asyncio
@@ -639,11 +577,6 @@ class MemoryService:
             self._index_lock = asyncio.Lock()
         async with self._index_lock:  # one indexing run at a time; searches go on meanwhile
             return await ms.index_with_report(force=force)
-
-
-async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a synchronous engine call on the engine loop (keeps store access on one thread)."""
-    return fn(*args, **kwargs)
 
 
 async def _close(ms: MemSearch) -> None:
