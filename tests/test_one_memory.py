@@ -375,6 +375,67 @@ def assert_no_lock_error(w: World) -> None:
 # --- a program keeps its memory, and the README's example works next to the CLI -------------------
 
 
+WATCHING_PROGRAM = """\
+import sys
+from memsearch import MemSearch
+
+folder, uri, collection = sys.argv[1:4]
+with MemSearch([folder], milvus_uri=uri, collection=collection) as ms:
+    watch = ms.watch(on_event=lambda kind, summary, path: print(summary, flush=True), debounce_ms=100)
+    print("watching with", type(watch).__name__, flush=True)
+    sys.stdin.read()
+    watch.stop()
+"""
+
+
+def next_line(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """The program's next stdout line, within ``timeout`` seconds."""
+    import selectors
+
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        assert sel.select(timeout), f"no line within {timeout} s"
+    return proc.stdout.readline().rstrip("\n")
+
+
+def test_a_programs_watch_runs_at_the_owner_and_here_once_the_owner_goes(tmp_path: Path) -> None:
+    """``MemSearch.watch`` while ``serve`` owns the store: the watch runs in the service, with the
+    program's callbacks; when the service stops, the program takes the store over and watches it."""
+    with world(tmp_path) as w:
+        serve = _serve_start(w)
+        program = subprocess.Popen(
+            [sys.executable, "-c", WATCHING_PROGRAM, str(w.folder), w.uri, w.collection],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=w.hk.env(),
+            cwd=w.hk.project,
+        )
+        try:
+            assert next_line(program, 120) == "watching with OwnerWatch"
+            first = w.note("at-owner.md", "The owner indexed a note about the lantern on the jetty.")
+            assert next_line(program) == f"Indexed 1 chunks from {first}"
+            assert "at-owner.md" in w.sources("lantern on the jetty")
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(timeout=60) == 0
+            client = ServiceClient(service_paths(w.uri, w.hk.home / ".memsearch"))
+            deadline = time.monotonic() + 30
+            while True:  # the program owns the store now
+                with contextlib.suppress(Exception):
+                    if client.ping().get("pid") == program.pid:
+                        break
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            second = w.note("here.md", "The program itself indexed a note about the otter in the reeds.")
+            assert next_line(program) == f"Indexed 1 chunks from {second}"
+            assert "here.md" in w.sources("otter in the reeds")
+        finally:
+            _out, err = program.communicate(timeout=60)
+        assert program.returncode == 0 and err == "", err
+
+
 def test_a_program_keeps_its_memory_while_20_searches_and_5_index_runs_come_and_go(tmp_path: Path) -> None:
     with world(tmp_path) as w:
         program = _program_start(w)
