@@ -146,13 +146,18 @@ def describe_holders(db_dir: Path) -> str:
 
 
 def locked_hint(db_dir: Path) -> str:
-    """What to do about a held database: use the memory service if that is the holder."""
-    if any("memsearch" in cmd and (" serve" in cmd or " watch" in cmd) for _, cmd in lock_holders(db_dir)):
+    """What to do about a held database. A memsearch process holds it only as the store's owner,
+    which every other memsearch process goes through unless ``MEMSEARCH_NO_SERVICE`` is set."""
+    if any("memsearch" in cmd for _, cmd in lock_holders(db_dir)):
         return (
-            "That is the memsearch memory service: commands use it by themselves unless "
-            "MEMSEARCH_NO_SERVICE is set; unset it, or stop the service first."
+            "That is memsearch serving this store (a program, `memsearch serve` or a watch): every "
+            "command goes through it unless MEMSEARCH_NO_SERVICE is set; unset it, or stop it "
+            "(`memsearch service stop`)."
         )
-    return "Stop it, or run `memsearch serve` so processes share one store."
+    return (
+        "Stop it: only memsearch processes share a store, through its owner (a program holding "
+        "MemSearch, `memsearch serve`, a watch)."
+    )
 
 
 def milvus_lite_major() -> int | None:
