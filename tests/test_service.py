@@ -17,8 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ import pytest
 from cli_process import memsearch
 from fake_llm_server import FakeLLMServer
 from memsearch.service import ServiceClient, service_paths
+from other_user import OTHER_UID, as_other_user
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
 QUERIES = ["database connection timeout", "订单导出失败", "blue green deployment rollback"]
@@ -320,8 +320,6 @@ def test_compact_works_while_the_service_holds_the_store(
 
 # --- a hostile or broken environment: another user, garbage, floods, stops, crashes ----------
 
-OTHER_UID = 4242  # no such user here: files owned by it are "another local user's"
-
 
 @pytest.fixture
 def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
@@ -467,34 +465,6 @@ def test_clients_do_not_route_through_a_hijacked_run_dir(short_home: Path, uri: 
     assert listener.received == b""
 
 
-def _fork_as_other_user(fn: Callable[[], bytes]) -> Callable[[], bytes]:
-    """Start ``fn`` in a forked child that has become uid OTHER_UID; the returned function waits
-    for the child and returns what ``fn`` returned."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 0
-        try:
-            os.close(read_end)
-            os.setgid(OTHER_UID)
-            os.setuid(OTHER_UID)
-            os.write(write_end, fn())
-        except BaseException as exc:
-            os.write(write_end, f"child failed: {exc!r} {traceback.format_exc()}".encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-
-    def collect() -> bytes:
-        with os.fdopen(read_end, "rb") as reader:
-            report = reader.read()
-        os.waitpid(pid, 0)
-        return report
-
-    return collect
-
-
 def test_client_sends_nothing_to_a_listener_of_another_uid(short_home: Path, uri: str) -> None:
     """The socket is in our private run dir, but the process listening on it runs as another
     user (SO_PEERCRED): the client must not send it a byte, and works directly instead."""
@@ -527,7 +497,7 @@ def test_client_sends_nothing_to_a_listener_of_another_uid(short_home: Path, uri
                 break
         return json.dumps({"accepted": accepted, "received": received.decode(errors="replace")}).encode()
 
-    collect = _fork_as_other_user(serve_as_other_user)
+    collect = as_other_user(serve_as_other_user)
     try:
         time.sleep(0.5)
         proc = memsearch("search", QUERIES[0], "-j", "-k", "4", "--milvus-uri", uri)
@@ -564,7 +534,7 @@ def test_service_answers_nothing_to_a_client_of_another_uid(short_home: Path, ur
             except (ConnectionResetError, BrokenPipeError):  # closed on us: nothing was answered
                 return b"answer:"
 
-    assert _fork_as_other_user(ping)() == b"answer:"
+    assert as_other_user(ping)() == b"answer:"
     paths.socket.parent.chmod(0o700)
     assert ServiceClient(paths).ping()["pid"] == service.pid  # we still get answers
 
