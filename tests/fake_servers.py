@@ -130,6 +130,7 @@ class _Failure:
     body: bytes
     times: int  # -1: until cleared
     content_type: str = "application/json"
+    after: int = 0  # requests answered normally before the failures start
 
 
 def fake_vector(text: str, dimension: int) -> list[float]:
@@ -155,9 +156,10 @@ class FakeEmbeddingServer:
     _delay: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def fail(self, status: int, body: str = '{"error": "nope"}', times: int = -1) -> None:
+    def fail(self, status: int, body: str = '{"error": "nope"}', times: int = -1, *, after: int = 0) -> None:
+        """Answer ``status`` ``times`` times (-1: until cleared), after ``after`` normal answers."""
         with self._lock:
-            self._failure = _Failure(status, body.encode(), times)
+            self._failure = _Failure(status, body.encode(), times, after=after)
 
     def garbage(self) -> None:
         """Answer 200 with a body that is not JSON."""
@@ -188,6 +190,9 @@ class FakeEmbeddingServer:
         with self._lock:
             failure = self._failure
             if failure is None:
+                return None
+            if failure.after > 0:
+                failure.after -= 1
                 return None
             if failure.times > 0:
                 failure.times -= 1

@@ -118,6 +118,9 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 )
 def cli() -> None:
     """memsearch — semantic memory search for markdown knowledge bases."""
+    from memsearch.config.envvars import check_environment
+
+    check_environment()  # a bad MEMSEARCH_* value is one Error line now, not a failure mid-command
 
 
 def main() -> None:

@@ -50,7 +50,9 @@ def disabled(env: Mapping[str, str] | None = None) -> bool:
     Here beside :data:`DISABLE_ENV` rather than in the engine, so that the engine's actions (the
     OpenCode daemon among them) can ask it without importing the engine back.
     """
-    return (os.environ if env is None else env).get(DISABLE_ENV, "") == "1"
+    from memsearch.config.envvars import env_flag
+
+    return env_flag(DISABLE_ENV, env)
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,10 @@ class HookContext:
         return self.memsearch_dir / "memory"
 
     def flag(self, name: str) -> bool:
-        return self.env.get(name, "") not in ("", "0")
+        """A yes/no ``MEMSEARCH_*`` variable of the hook's environment (read strictly)."""
+        from memsearch.config.envvars import env_flag
+
+        return env_flag(name, self.env)
 
     @property
     def config(self) -> MemSearchConfig:

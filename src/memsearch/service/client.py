@@ -68,12 +68,16 @@ def client_timeout() -> float:
     The service answers within milliseconds, or sends a heartbeat every second while it works; a
     silent service is stopped (SIGSTOP) or hung, and waiting longer would only hang the agent.
     """
-    raw = os.environ.get(TIMEOUT_ENV, "")
-    try:
-        value = float(raw) if raw.strip() else DEFAULT_CLIENT_TIMEOUT
-    except ValueError:
-        return DEFAULT_CLIENT_TIMEOUT
-    return value if value > 0 else DEFAULT_CLIENT_TIMEOUT
+    from memsearch.config.envvars import env_number
+
+    return env_number(TIMEOUT_ENV) or DEFAULT_CLIENT_TIMEOUT
+
+
+def no_service() -> bool:
+    """``MEMSEARCH_NO_SERVICE`` is a yes: every command opens its store itself."""
+    from memsearch.config.envvars import env_flag
+
+    return env_flag(NO_SERVICE_ENV)
 
 
 _warned: set[str] = set()
@@ -292,7 +296,7 @@ def probe(uri: str) -> ServiceClient | str | None:
     """:func:`connect`, telling apart why there is no client: None when no service runs (this
     process may become the owner), :data:`UNTRUSTED` when the run files are unsafe or broken (it
     must not: it opens the store without serving it)."""
-    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+    if no_service():
         return None
     paths = service_paths(uri)
     try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 import time
 import weakref
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from memsearch.errors import MemSearchError, ServiceGoneError, ServiceRunningError, ServiceUnavailableError
 from memsearch.ownership import HERE
-from memsearch.service.client import NO_SERVICE_ENV, UNTRUSTED, ServiceClient, probe, warn_once
+from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
 from memsearch.service.paths import lock_is_held, service_paths, store_key
 
 if TYPE_CHECKING:
@@ -144,7 +143,7 @@ def owner(
     starting or stopping) is waited for, up to
     :data:`HANDOVER_TIMEOUT`.
     """
-    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+    if no_service():
         return None
     with _lock:
         entry = _owned.get(store_key(uri))

@@ -92,20 +92,29 @@ def _unsafe_dir_error(path: Path, problem: str) -> UnsafeRunDirError:
 
 
 def private_dir(path: Path) -> None:
-    """Create ``path`` with mode 0700 if it is missing, then insist it is a safe run folder."""
+    """Create ``path`` with mode 0700 if it is missing, then insist it is a safe run folder.
+
+    A folder that cannot be made (``~/.memsearch`` is a file, a read-only home) is one
+    :class:`UnsafeRunDirError` naming it, not a traceback."""
     try:
-        problem = _dir_problem(path)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):  # a racing process may create it: checked below
-            os.mkdir(path, 0o700)
-            # mkdir applies the umask, which only removes bits; make sure we can use it ourselves.
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            try:
-                os.fchmod(fd, 0o700)
-            finally:
-                os.close(fd)
-        problem = _dir_problem(path)
+        try:
+            problem = _dir_problem(path)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # a racing process may create it: checked below
+                os.mkdir(path, 0o700)
+                # mkdir applies the umask, which only removes bits; make sure we can use it ourselves.
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                try:
+                    os.fchmod(fd, 0o700)
+                finally:
+                    os.close(fd)
+            problem = _dir_problem(path)
+    except OSError as exc:
+        raise UnsafeRunDirError(
+            f"cannot create {path} for the memory service: {exc.strerror or exc}",
+            hint=f"check that {path.parent} is a directory you can write to",
+        ) from None
     if problem is not None:
         raise _unsafe_dir_error(path, problem)
 
