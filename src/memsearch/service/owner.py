@@ -30,7 +30,13 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from memsearch.errors import MemSearchError, ServiceGoneError, ServiceRunningError, ServiceUnavailableError
+from memsearch.errors import (
+    MemSearchError,
+    PrivatePathError,
+    ServiceGoneError,
+    ServiceRunningError,
+    ServiceUnavailableError,
+)
 from memsearch.ownership import HERE
 from memsearch.service.client import NO_SERVICE_ENV, UNTRUSTED, ServiceClient, probe, warn_once
 from memsearch.service.paths import lock_is_held, service_paths, store_key
@@ -82,6 +88,8 @@ def _claim(uri: str, holder: object, engine: Engine) -> bool:
             service.acquire()
         except ServiceRunningError:
             return False
+        except PrivatePathError:  # ~/.memsearch itself is unusable: so is everything after this
+            raise
         except MemSearchError as exc:
             warn_once(f"{exc.one_line()} (not using the memory service)")
             return True
