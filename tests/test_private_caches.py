@@ -237,8 +237,8 @@ def _loose(root: Path) -> list[str]:
     found = []
     for path in [root, *root.rglob("*")]:
         st = os.lstat(path)
-        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
-        if stat.S_IMODE(st.st_mode) & 0o077 or (stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != want):
+        mode, want = stat.S_IMODE(st.st_mode), 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        if mode & 0o077 or (stat.S_ISREG(st.st_mode) and mode != want):
             found.append(f"{stat.S_IMODE(st.st_mode):04o} {path}")
     return found
 
@@ -271,7 +271,8 @@ def test_a_library_process_with_umask_022_keeps_its_folders_private(tmp_path: Pa
         "import os, sys\nos.umask(0o022)\nfrom memsearch import MemSearch\n"
         "with MemSearch([sys.argv[1]]) as ms:\n    ms.run(ms.index())\n"
     )
-    out = subprocess.run([sys.executable, "-c", script, str(_notes(tmp_path))], capture_output=True, text=True)
+    notes = str(_notes(tmp_path))
+    out = subprocess.run([sys.executable, "-c", script, notes], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     for folder in (home, home / "milvus.db", home / "onnx-optimized"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder

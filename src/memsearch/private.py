@@ -101,7 +101,7 @@ def private_dir(
     except OSError as exc:
         raise PrivatePathError(
             f"Cannot use {path} as {what}: {exc.strerror or exc}",
-            hint=hint or f"Check that {path.parent} is a folder you can write to (and that no file is in the way).",
+            hint=hint or f"Check that {path.parent} is a folder you can write to (no file in the way).",
         ) from None
     raise PrivatePathError(
         f"Refusing to use {path} as {what}: it {problem}",

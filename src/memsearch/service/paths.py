@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from memsearch import files, private
+from memsearch import files
 from memsearch.errors import PrivatePathError, UnsafeRunDirError
 
 #: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
@@ -68,6 +68,8 @@ def _dir_problem(path: Path) -> str | None:
     """Why ``path`` is not a safe run folder (None when it is one): a real directory (not a
     symlink), owned by us, with no group/other permissions (``memsearch.private.dir_problem``,
     never following a link). Raises FileNotFoundError when it does not exist."""
+    from memsearch import private  # not at import: the client loads only what it needs
+
     return private.dir_problem(path)
 
 
@@ -86,6 +88,7 @@ def private_dir(path: Path) -> None:
     """Create ``path`` with mode 0700 if it is missing, then insist it is a safe run folder.
     Under ``~/.memsearch``, that folder is made private first (``memsearch.private.home``); a
     folder that cannot be created is one :class:`~memsearch.errors.PrivatePathError`."""
+    from memsearch import private
     from memsearch.config import memsearch_home
 
     if path.parent == memsearch_home():
