@@ -42,6 +42,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             MemoryCommandRefusedError (ValueError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
+        PrivatePathError
         RerankerError
             MissingRerankerKeyError (ValueError)
             RerankerAPIError (RuntimeError)
@@ -388,6 +389,11 @@ class FileTooLargeError(MemSearchError):
 
 class NotARegularFileError(MemSearchError):
     """The path is a FIFO, socket or device: reading it could block forever."""
+
+
+class PrivatePathError(MemSearchError):
+    """A folder memsearch keeps its data, caches or state in (``~/.memsearch``, a store) cannot
+    be made private: it cannot be created, it is a file or a link, or another user owns it."""
 
 
 # --- Transcripts (``memsearch transcript``) ----------------------------------------------------------

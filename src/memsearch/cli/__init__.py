@@ -125,7 +125,9 @@ def cli() -> None:
 
 def main() -> None:
     """Console-script entry point (the process is ours: pandas stays out, see memsearch.cli.lean)."""
+    from memsearch import private
     from memsearch.cli.lean import lean_process
 
     lean_process()
+    private.restrict_umask()  # everything the command, its hooks and its service create is private
     cli(prog_name="memsearch")

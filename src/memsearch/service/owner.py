@@ -29,7 +29,13 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from memsearch.errors import MemSearchError, ServiceGoneError, ServiceRunningError, ServiceUnavailableError
+from memsearch.errors import (
+    MemSearchError,
+    PrivatePathError,
+    ServiceGoneError,
+    ServiceRunningError,
+    ServiceUnavailableError,
+)
 from memsearch.ownership import HERE
 from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
 from memsearch.service.paths import lock_is_held, service_paths, store_key
@@ -81,6 +87,8 @@ def _claim(uri: str, holder: object, engine: Engine) -> bool:
             service.acquire()
         except ServiceRunningError:
             return False
+        except PrivatePathError:  # ~/.memsearch itself is unusable: so is everything after this
+            raise
         except MemSearchError as exc:
             warn_once(f"{exc.one_line()} (not using the memory service)")
             return True
