@@ -79,17 +79,10 @@ def optimized_copy(path: Path) -> Path | None:
     rarely returns that memory to the system afterwards; only if the child cannot run is it
     built here.
     """
-<<<<<<< HEAD
-    from memsearch.config import memsearch_home
     from memsearch.config.envvars import env_flag
 
     if not env_flag(OPTIMIZED_CACHE_ENV, default=True):
         return None
-
-=======
-    if os.environ.get(OPTIMIZED_CACHE_ENV, "").strip().lower() in {"0", "false", "no", "off"}:
-        return None
->>>>>>> i-caches
     try:
         source = path.resolve()
         stat = source.stat()
