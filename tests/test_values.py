@@ -195,7 +195,7 @@ def test_a_memsearch_home_that_cannot_be_created_is_one_error_line(tmp_path: Pat
     notes = tmp_path / "notes"
     notes.mkdir()
     proc = memsearch("watch", str(notes), timeout=60)
-    one_error_line(proc, ".memsearch/run", "Not a directory")
+    one_error_line(proc, ".memsearch", "not a directory")
     proc = memsearch("index", str(notes))
     one_error_line(proc, ".memsearch")
 
