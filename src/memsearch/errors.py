@@ -63,6 +63,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             SkillExistsError (FileExistsError)
             SkillInputError (ValueError)
                 NoInstallTargetError [exit 2]
+                SkillMetaError
             SkillNotFoundError (ValueError)
             SkillWriteError
         SourceFileNotFoundError (FileNotFoundError)
@@ -453,6 +454,12 @@ class SkillExistsError(SkillError, FileExistsError):
 
 class SkillInputError(SkillError, ValueError):
     """A skill's name, description or body is missing or too long (``ValueError`` as the original)."""
+
+
+class SkillMetaError(SkillInputError):
+    """A candidate's ``meta.json`` or its folder is not what memsearch writes (wrong types, an
+    install path outside a skills folder, a symbolic link): the store may come from a cloned
+    repository, so such a candidate is refused, never trusted."""
 
 
 class NoInstallTargetError(SkillInputError):

@@ -245,6 +245,14 @@ class HookContext:
     def memory_dir(self) -> Path:
         return self.memsearch_dir / "memory"
 
+    @property
+    def files_root(self) -> Path:
+        """The folder this project's memory files must stay inside to be read
+        (:mod:`memsearch.project_files`): the project, or ``MEMSEARCH_DIR`` when that is elsewhere."""
+        from memsearch.project_files import files_root
+
+        return files_root(self.project_dir, self.memsearch_dir)
+
     def flag(self, name: str) -> bool:
         """A yes/no ``MEMSEARCH_*`` variable of the hook's environment (read strictly)."""
         from memsearch.config.envvars import env_flag
