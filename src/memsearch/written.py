@@ -35,6 +35,13 @@ def _folder() -> Path:
     return memsearch_home() / "written"
 
 
+def _private_folder() -> Path:
+    """The record's folder, created private (``memsearch.private``: 0700, ours, not a link)."""
+    from memsearch import private
+
+    return private.home_dir("written")
+
+
 def _key(path: Path) -> str:
     return hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()[:24]
 
@@ -44,19 +51,20 @@ def _transcripts_file(memory_dir: Path) -> Path:
 
 
 def _read_lines(path: Path) -> list[str]:
+    """The record's lines; none when it is missing or not a regular file of ours (a record
+    another user planted vouches for nothing)."""
+    from memsearch import private
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = private.read_private(path, limit=_MAX_RECORD_BYTES)
     except OSError:
         return []
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(_MAX_RECORD_BYTES)
     return data.decode("utf-8", errors="surrogateescape").splitlines()
 
 
 def _append(path: Path, lines: list[str]) -> None:
     """Append the ``lines`` not yet in the record ``path`` (created private), under its lock."""
-    folder = path.parent
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private_folder()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "r+b") as fh, exclusive(fh):
         fh.seek(0)
