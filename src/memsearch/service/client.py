@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memsearch.callerenv import snapshot
 from memsearch.errors import (
     ServiceError,
     ServiceGoneError,
@@ -100,6 +101,15 @@ def _process_state(pid: object) -> str:
 
 # --- client ---------------------------------------------------------------------------------
 
+#: Requests that use no engine, so carry no credentials.
+_MANAGEMENT = frozenset({"ping", "stop"})
+
+
+def _caller_env(op: str) -> dict[str, Any]:
+    """What a request carries so that the owner serves it with this process's own credentials and
+    endpoints, never its own (``memsearch.callerenv``)."""
+    return {} if op in _MANAGEMENT else {"env": snapshot()}
+
 
 class ServiceClient:
     """Sends requests to the service of one store over its Unix socket."""
@@ -168,7 +178,7 @@ class ServiceClient:
         the service sends a heartbeat every second while it works, so a long ``index`` is fine
         and a stopped service is noticed within the deadline.
         """
-        data = encode({"op": op, "settings": settings, "args": args})
+        data = encode({"op": op, "settings": settings, "args": args, **_caller_env(op)})
         if len(data) > MAX_REQUEST_BYTES:
             raise ServiceRequestError(
                 f"this request is {len(data):,} bytes; the memory service accepts at most "
@@ -247,7 +257,9 @@ class ServiceClient:
                 on_connect(sock)
             sock.settimeout(wait)
             with contextlib.suppress(OSError):
-                sock.sendall(encode({"op": "watch", "settings": settings, "args": args}))
+                sock.sendall(
+                    encode({"op": "watch", "settings": settings, "args": args, **_caller_env("watch")})
+                )
             lines = Lines(sock)
             while True:
                 message = self._read_reply(sock, lines, wait)

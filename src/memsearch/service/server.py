@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from memsearch.callerenv import as_caller, digest, snapshot
 from memsearch.errors import (
     MemSearchError,
     ServiceBusyError,
@@ -70,9 +71,11 @@ MISSING_STORE_GRACE = 5.0
 MANAGEMENT_OPS = frozenset({"ping", "stop"})
 
 
-def _settings_key(settings: dict[str, Any]) -> str:
-    """Equal for equal settings: callers send every setting spelled out (``core.engine_settings``)."""
-    return json.dumps(settings, sort_keys=True, default=str)
+def _engine_key(settings: dict[str, Any], env: dict[str, str]) -> str:
+    """Equal for equal settings and equal credential variables: callers send every setting spelled
+    out (``core.engine_settings``) and their variables (``callerenv.snapshot``), so a caller is
+    only ever served by an engine built from its own."""
+    return json.dumps(settings, sort_keys=True, default=str) + digest(env)
 
 
 #: Builds the engine for one caller's settings: ``memsearch.core.engine`` (given by whoever starts
@@ -137,7 +140,7 @@ class MemoryService:
         self._beat = threading.local()  # the heartbeat of the request this thread serves
         self.started_at = time.time()
         self.ready = False
-        self._ops: dict[str, Callable[[MemSearch | None, dict[str, Any]], Any]] = {
+        self._ops: dict[str, Callable[[MemSearch | None, dict[str, Any], dict[str, str]], Any]] = {
             **{name: self._on_engine(op) for name, op in STORE_OPS.items()},
             "index": self._op_index,
             "ping": self._op_ping,
@@ -225,7 +228,7 @@ class MemoryService:
 
         Until this returns, ``ping`` answers ``ready: false``.
         """
-        ms = self.instance(settings)
+        ms = self.instance(settings, snapshot())
         self.run(self._warm(ms))
         self.ready = True
         return ms
@@ -366,9 +369,10 @@ class MemoryService:
 
     # -- requests -------------------------------------------------------------------------
 
-    def instance(self, settings: dict[str, Any]) -> MemSearch:
-        """The MemSearch for these settings (created once, then reused)."""
-        key = _settings_key(settings)
+    def instance(self, settings: dict[str, Any], env: dict[str, str]) -> MemSearch:
+        """The MemSearch for these settings and this caller's credential variables (created once,
+        then reused; its work then runs in :func:`~memsearch.callerenv.as_caller` of ``env``)."""
+        key = _engine_key(settings, env)
         with self._instances_lock:
             ms = self._instances.get(key)
             if ms is None:
@@ -479,8 +483,9 @@ class MemoryService:
         try:
             with contextlib.nullcontext() if managing else self._activity.using():
                 op = self._ops[request["op"]]
-                ms = None if managing else self.instance(request["settings"])
-                reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"])}
+                env = request["env"]
+                ms = None if managing else self.instance(request["settings"], env)
+                reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"], env)}
         except Exception as exc:
             if not isinstance(exc, MemSearchError):
                 logger.exception("service request failed")
@@ -500,11 +505,11 @@ class MemoryService:
             with send_lock, contextlib.suppress(OSError):
                 send(conn, message)
 
-        args = request["args"]
+        args, env = request["args"], request["env"]
         self._beat.send = lambda: tell({"alive": True})
         try:
-            ms = self.instance(request["settings"])
-            report = self.run(self._index(ms, False))
+            ms = self.instance(request["settings"], env)
+            report = self.run(as_caller(env, self._index(ms, False)))
         except Exception as exc:
             tell({"ok": False, "error": error_payload(exc)})
             return
@@ -519,7 +524,7 @@ class MemoryService:
                 {"event": kind, "path": str(path), "error": error_payload(exc)}
             ),
             debounce_ms=args.get("debounce_ms"),
-            runner=self.run,
+            runner=lambda work: self.run(as_caller(env, work)),
         )
         tell({"watching": True})
         try:
@@ -532,7 +537,7 @@ class MemoryService:
             with self._sessions_lock:
                 self._sessions.discard(conn)
 
-    def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
+    def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any], _env: dict[str, str]) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
             "store": self.paths.store,
@@ -546,7 +551,7 @@ class MemoryService:
             "last_request": self._activity.last_request(),
         }
 
-    def _op_stop(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
+    def _op_stop(self, _ms: MemSearch | None, _args: dict[str, Any], _env: dict[str, str]) -> dict[str, Any]:
         if not OWNERS[self.owner].stoppable:
             raise ServiceStopRefusedError(
                 f"the memory service for {self.paths.store} is run by a program for itself: process "
@@ -558,16 +563,16 @@ class MemoryService:
         self.retire()
         return {"pid": os.getpid(), "store": self.paths.store, "owner": self.owner}
 
-    def _on_engine(self, op: Op) -> Callable[[MemSearch | None, dict[str, Any]], Any]:
-        def run(ms: MemSearch | None, args: dict[str, Any]) -> Any:
+    def _on_engine(self, op: Op) -> Callable[[MemSearch | None, dict[str, Any], dict[str, str]], Any]:
+        def run(ms: MemSearch | None, args: dict[str, Any], env: dict[str, str]) -> Any:
             assert ms is not None
-            return self.run(op(ms, args))
+            return self.run(as_caller(env, op(ms, args)))
 
         return run
 
-    def _op_index(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+    def _op_index(self, ms: MemSearch | None, args: dict[str, Any], env: dict[str, str]) -> Any:
         assert ms is not None
-        report = self.run(self._index(ms, bool(args.get("force", False))))
+        report = self.run(as_caller(env, self._index(ms, bool(args.get("force", False)))))
         return dataclasses.asdict(report)
 
     async def _index(self, ms: MemSearch, force: bool) -> IndexReport:
