@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,7 +155,8 @@ def test_a_program_owner_serves_a_cli_caller_with_the_callers_key(
     code = (
         "import sys, asyncio\n"
         "from memsearch import MemSearch\n"
-        "ms = MemSearch([sys.argv[1]], milvus_uri=sys.argv[2], embedding_provider='openai', embedding_model='fake-embed')\n"
+        "ms = MemSearch([sys.argv[1]], milvus_uri=sys.argv[2],\n"
+        "               embedding_provider='openai', embedding_model='fake-embed')\n"
         "asyncio.run(ms.index())\n"
         "print('ready', flush=True)\n"
         "sys.stdin.readline()\n"
@@ -204,3 +204,54 @@ def test_the_engine_reads_credential_variables_only_through_callerenv() -> None:
         if ("os.environ" in line or "os.getenv" in line) and "TQDM_DISABLE" not in line
     ]
     assert offenders == []
+
+
+# -- the store deleted or replaced under its owner -----------------------------------------------
+
+
+def test_a_store_deleted_under_a_running_service_is_recreated_by_index(tmp_path: Path, memory: Path) -> None:
+    uri = str(tmp_path / "gone.db")
+    assert memsearch("index", str(memory), "--milvus-uri", uri).returncode == 0
+    proc = start_serve(uri)
+    try:
+        shutil.rmtree(uri)
+        # A read says what a read of a missing store says (and creates nothing), not the old rows.
+        line = one_error_line(memsearch("search", "deployment", "--milvus-uri", uri))
+        assert "No collection" in line and "memsearch index" in line
+        assert not Path(uri).exists()
+        indexed = memsearch("index", str(memory), "--milvus-uri", uri)
+        assert indexed.returncode == 0, indexed.stderr
+        assert "Indexed 0 chunks" not in indexed.stdout, indexed.stdout
+        found = memsearch("search", "deployment", "-j", "--milvus-uri", uri)
+        assert found.returncode == 0 and json.loads(found.stdout), found.stderr
+        # The hinted commands work too, after another deletion.
+        shutil.rmtree(uri)
+        assert memsearch("reset", "--yes", "--milvus-uri", uri).returncode == 0
+        forced = memsearch("index", str(memory), "--force", "--milvus-uri", uri)
+        assert forced.returncode == 0 and "Indexed 0 chunks" not in forced.stdout, forced.stdout
+        assert proc.poll() is None  # the same service, recovered
+    finally:
+        assert stop(proc) == 0
+    # What it wrote is on disk, in the new directory (read without any service).
+    stats = memsearch("stats", "--milvus-uri", uri, env={"MEMSEARCH_NO_SERVICE": "1"})
+    assert stats.returncode == 0 and "Total indexed chunks: 0" not in stats.stdout, stats.stdout
+
+
+def test_a_store_replaced_under_a_running_service_is_read_from_its_new_directory(
+    tmp_path: Path, memory: Path
+) -> None:
+    uri, other = str(tmp_path / "swap.db"), str(tmp_path / "other.db")
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "note.md").write_text("# Lighthouse\n\nThe lighthouse keeper logs the fog horn schedule.\n")
+    assert memsearch("index", str(memory), "--milvus-uri", uri).returncode == 0
+    assert memsearch("index", str(only), "--milvus-uri", other).returncode == 0
+    proc = start_serve(uri)
+    try:
+        shutil.rmtree(uri)
+        shutil.copytree(other, uri)
+        found = memsearch("search", "fog horn", "-j", "--milvus-uri", uri)
+        assert found.returncode == 0, found.stderr
+        assert {Path(hit["source"]).name for hit in json.loads(found.stdout)} == {"note.md"}
+    finally:
+        assert stop(proc) == 0
