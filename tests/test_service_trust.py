@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,3 +256,59 @@ def test_a_store_replaced_under_a_running_service_is_read_from_its_new_directory
         assert {Path(hit["source"]).name for hit in json.loads(found.stdout)} == {"note.md"}
     finally:
         assert stop(proc) == 0
+
+
+# -- a request that hangs inside the service -----------------------------------------------------
+
+#: A query the fake Ollama API below accepts and never answers.
+HANGING = "lighthouse-hang"
+
+
+@pytest.fixture
+def hanging_ollama() -> Iterator[str]:
+    """An Ollama-shaped embedding API on 127.0.0.1 that answers every text but :data:`HANGING`,
+    for which it holds the request open without a word (until the test ends)."""
+    released = threading.Event()
+    state = FakeEmbeddingServer()
+
+    class Handler(JsonHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            if any(HANGING in text for text in body["input"]):
+                released.wait(120)
+                return
+            self._send(200, json.dumps(state.answer(self.path, body)).encode())
+
+    with serving(Handler, "hanging-ollama") as url:
+        yield url
+        released.set()
+
+
+def test_a_hung_request_neither_hangs_its_client_nor_others_nor_sigterm(
+    tmp_path: Path, memory: Path, hanging_ollama: str
+) -> None:
+    uri = str(tmp_path / "hang.db")
+    flags = ("--provider", "ollama", "--model", "fake-embed", "--milvus-uri", uri)
+    env = {"OLLAMA_HOST": hanging_ollama, "MEMSEARCH_SERVICE_TIMEOUT": "2"}
+    assert memsearch("index", str(memory), *flags, env=env).returncode == 0
+    proc = start_serve(uri, *flags[:4], env=env)
+    try:
+        started = time.monotonic()
+        hung = memsearch("search", HANGING, *flags, env=env, timeout=120)
+        took = time.monotonic() - started
+        line = one_error_line(hung)
+        assert f"(pid {proc.pid})" in line and "working on this search" in line, line
+        assert took < 30, took  # 6 x MEMSEARCH_SERVICE_TIMEOUT, not the API's 300 s
+        # Another search is not blocked behind the hung one (which still hangs in the service).
+        other = memsearch("search", "deployment", "-j", *flags, env=env, timeout=60)
+        assert other.returncode == 0 and json.loads(other.stdout), other.stderr
+        # SIGTERM ends the service promptly, hung request and all.
+        proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        proc.wait(timeout=40)
+        assert time.monotonic() - started < 30
+        assert not service_paths(uri).socket.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

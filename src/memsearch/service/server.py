@@ -27,6 +27,7 @@ from memsearch.errors import (
     MemSearchError,
     ServiceBusyError,
     ServiceError,
+    ServiceGoneError,
     ServiceRequestError,
     ServiceRunningError,
     ServiceStopRefusedError,
@@ -47,6 +48,7 @@ from memsearch.service.protocol import (
     send,
     too_large,
 )
+from memsearch.service.sessions import watch_session
 
 if TYPE_CHECKING:
     import asyncio
@@ -66,6 +68,9 @@ HEARTBEAT_INTERVAL = 1.0
 #: does not exist (a read found nothing there, and reads create nothing): the command that started
 #: it has its answer, and waiting ``idle_timeout`` for a store that is not there helps nobody.
 MISSING_STORE_GRACE = 5.0
+#: Seconds :meth:`MemoryService.stop` gives each step (requests in flight, closing the stores):
+#: a request that hangs is left behind rather than keeping the service from stopping.
+STOP_GRACE = 5.0
 #: Operations that manage the service rather than use the store: they open no store and do not
 #: count as use (a ``memsearch service status`` every minute must not keep idle services alive).
 MANAGEMENT_OPS = frozenset({"ping", "stop"})
@@ -245,17 +250,28 @@ class MemoryService:
         with contextlib.suppress(CollectionNotFoundError):  # a reset by a client meanwhile
             await ms.search("warm-up", top_k=1)
 
-    def run(self, coro: Any) -> Any:
-        """Run a coroutine on the engine loop and wait for its result (from any thread)."""
+    def run(self, coro: Any, *, timeout: float | None = None) -> Any:
+        """Run a coroutine on the engine loop and wait for its result (from any thread).
+
+        While a client waits on this thread it gets a heartbeat every second; once it has gone
+        (the heartbeat cannot be sent: it gave up on a hung request) nobody waits for the answer,
+        and the work is cancelled rather than holding this thread and its connection for ever.
+        ``timeout`` bounds the wait (TimeoutError), for the service's own work while it stops.
+        """
         import asyncio
         import concurrent.futures
 
         assert self._loop is not None, "service not started"
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         beat = getattr(self._beat, "send", None)
-        if beat is not None:  # a client waits on this thread: tell it, every second, we are alive
-            while not concurrent.futures.wait([future], timeout=HEARTBEAT_INTERVAL).done:
-                beat()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not concurrent.futures.wait([future], timeout=HEARTBEAT_INTERVAL).done:
+            if beat is not None and not beat():
+                future.cancel()
+                raise ServiceGoneError("the client went away before the answer", hint="")
+            if deadline is not None and time.monotonic() > deadline:
+                future.cancel()
+                raise TimeoutError(f"not done within {timeout:g} s")
         return future.result()
 
     def stop_requested(self, timeout: float = 0) -> bool:
@@ -344,23 +360,24 @@ class MemoryService:
                 self._accept_thread.join(timeout=5)
             self._unlink_socket()
         self.end_sessions()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + STOP_GRACE
         while (self._sessions or self._activity.connections) and time.monotonic() < deadline:
             time.sleep(0.05)  # the requests in flight finish before their stores close
         with self._instances_lock:
             instances = list(self._instances.values())
             self._instances.clear()
-        for ms in instances:
+        for ms in instances:  # bounded: a store that hangs must not keep the service from exiting
             with contextlib.suppress(Exception):
                 if self._loop is not None and self._loop.is_running():
-                    self.run(_close(ms))
+                    self.run(_close(ms), timeout=STOP_GRACE)
                 else:
                     ms.close()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             if self._loop_thread is not None:
-                self._loop_thread.join(timeout=10)
-            self._loop.close()
+                self._loop_thread.join(timeout=STOP_GRACE)
+            if not (self._loop_thread and self._loop_thread.is_alive()):
+                self._loop.close()  # (a loop wedged by a hung request is left to the process's exit)
         with contextlib.suppress(FileNotFoundError):
             self.paths.info.unlink()
         if self._lock_fd is not None:
@@ -470,13 +487,16 @@ class MemoryService:
         if request["op"] == "watch":
             conn.settimeout(None)
             with self._activity.using():
-                self._watch_session(conn, request)
+                watch_session(self, conn, request)
             return False
         conn.settimeout(30)  # a client that stops reading must not block this thread for ever
 
-        def beat() -> None:
-            with contextlib.suppress(OSError):
+        def beat() -> bool:
+            try:
                 send(conn, {"alive": True})
+            except OSError:
+                return False
+            return True
 
         self._beat.send = beat
         managing = request["op"] in MANAGEMENT_OPS
@@ -495,47 +515,6 @@ class MemoryService:
         with contextlib.suppress(OSError):
             send(conn, reply)
         return True
-
-    def _watch_session(self, conn: socket.socket, request: dict[str, Any]) -> None:
-        """Serve one ``memsearch watch`` client: index its paths, then stream its watcher's events
-        until it hangs up (or the service stops). Watcher updates run on the engine loop."""
-        send_lock = threading.Lock()
-
-        def tell(message: dict[str, Any]) -> None:
-            with send_lock, contextlib.suppress(OSError):
-                send(conn, message)
-
-        args, env = request["args"], request["env"]
-        self._beat.send = lambda: tell({"alive": True})
-        try:
-            ms = self.instance(request["settings"], env)
-            report = self.run(as_caller(env, self._index(ms, False)))
-        except Exception as exc:
-            tell({"ok": False, "error": error_payload(exc)})
-            return
-        finally:
-            self._beat.send = None
-        tell({"ok": True, "result": dataclasses.asdict(report)})
-        with self._sessions_lock:
-            self._sessions.add(conn)
-        watcher = ms.watch(
-            on_event=lambda kind, summary, path: tell({"event": kind, "summary": summary, "path": str(path)}),
-            on_error=lambda kind, exc, path: tell(
-                {"event": kind, "path": str(path), "error": error_payload(exc)}
-            ),
-            debounce_ms=args.get("debounce_ms"),
-            runner=lambda work: self.run(as_caller(env, work)),
-        )
-        tell({"watching": True})
-        try:
-            while conn.recv(1024):  # the client sends nothing more; EOF means it is gone
-                pass
-        except OSError:
-            pass
-        finally:
-            watcher.stop()
-            with self._sessions_lock:
-                self._sessions.discard(conn)
 
     def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any], _env: dict[str, str]) -> dict[str, Any]:
         return {
