@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.callerenv import as_caller
@@ -46,11 +47,16 @@ def watch_session(service: MemoryService, conn: socket.socket, request: dict[str
     tell({"ok": True, "result": dataclasses.asdict(report)})
     with service._sessions_lock:
         service._sessions.add(conn)
+
+    def on_event(kind: str, summary: str, path: Path) -> None:
+        tell({"event": kind, "summary": summary, "path": str(path)})
+
+    def on_error(kind: str, exc: BaseException, path: Path) -> None:
+        tell({"event": kind, "path": str(path), "error": error_payload(exc)})
+
     watcher = ms.watch(
-        on_event=lambda kind, summary, path: tell({"event": kind, "summary": summary, "path": str(path)}),
-        on_error=lambda kind, exc, path: tell(
-            {"event": kind, "path": str(path), "error": error_payload(exc)}
-        ),
+        on_event=on_event,
+        on_error=on_error,
         debounce_ms=args.get("debounce_ms"),
         runner=lambda work: service.run(as_caller(env, work)),
     )
