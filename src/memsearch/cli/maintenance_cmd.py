@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memsearch.cli.render import plural
 from memsearch.config import PLUGIN_TASKS
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def _report(outcomes: list[Outcome], json_output: bool) -> None:
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise MaintenanceError(
-            f"{len(failed)} maintenance task(s) failed: {', '.join(o.task for o in failed)}.",
+            f"{plural(len(failed), 'maintenance task')} failed: {', '.join(o.task for o in failed)}.",
             hint="The reasons are above and in the state file; a later run retries them.",
         )
 
