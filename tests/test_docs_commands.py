@@ -76,7 +76,7 @@ RUNNABLE = [b for b in SHELL_BLOCKS if b.mark == "runnable"]
 
 def test_every_shell_block_is_marked() -> None:
     unmarked = [f"{b.where} ({b.mark or 'no mark'})" for b in SHELL_BLOCKS if b.mark not in MARKS]
-    assert not unmarked, "shell blocks without <!-- doc-test: runnable|needs-host -->:\n" + "\n".join(unmarked)
+    assert not unmarked, "blocks without <!-- doc-test: runnable|needs-host -->:\n" + "\n".join(unmarked)
     assert len(RUNNABLE) >= 5  # the convention is in use, not everything exempted
 
 

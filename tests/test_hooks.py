@@ -701,7 +701,8 @@ def test_the_host_is_the_agent_above_the_hook_shells() -> None:
     a child, to answer a usage error itself; it used to exec it)."""
     code = "from memsearch.hooks.processes import host_process; print(host_process())"
     for probe in (f"exec {sys.executable} -c '{code}'", f"{sys.executable} -c '{code}'; exit $?"):
-        out = subprocess.run(["sh", "-c", f"bash -c {shlex.quote(probe)}; true"], capture_output=True, text=True)
+        shells = ["sh", "-c", f"bash -c {shlex.quote(probe)}; true"]
+        out = subprocess.run(shells, capture_output=True, text=True)
         assert out.stdout.strip() == str(os.getpid()), out.stderr
 
 

@@ -413,7 +413,7 @@ def test_a_failing_task_fails_the_manual_run_with_one_error_line(
     assert proc.returncode == 1
     assert proc.stdout.startswith("project_review: error: The Claude Code CLI gave no usable answer.")
     assert proc.stderr.splitlines()[-1] == (
-        "Error: 1 maintenance task(s) failed: project_review. Hint: The reasons are above and in the "
+        "Error: 1 maintenance task failed: project_review. Hint: The reasons are above and in the "
         "state file; a later run retries them."
     )
     assert "Traceback" not in proc.stderr

@@ -22,15 +22,18 @@ function run(args, cwd, input = "") {
   });
 }
 
-// Why memsearch cannot serve this plugin, as one line for the session ("" when it can): it is not
-// on PATH, or it is another package named memsearch (PyPI's has no `memsearch hook`: usage error 2).
+// Why memsearch cannot serve this plugin, by its exit code: not on PATH, or another package named
+// memsearch (PyPI's has no `memsearch hook`, so it answers with a usage error, 2).
+const PROBLEMS = {
+  ENOENT: "not installed",
+  2: "the memsearch on PATH is not this plugin's (no `memsearch hook`)",
+};
+
+// That reason as one line for the session, or "" when memsearch answered.
 function problem(result) {
-  const fix =
-    "install it from your memsearch checkout: `uv tool install --force <checkout>` (PyPI's memsearch is another package)";
-  if (result.code === "ENOENT") return `[memsearch] not installed: ${fix}.`;
-  if (result.code === 2)
-    return `[memsearch] the memsearch on PATH is not this plugin's (no \`memsearch hook\`): ${fix}.`;
-  return "";
+  const why = PROBLEMS[result.code];
+  const fix = "`uv tool install --force <checkout>` (PyPI's memsearch is another package)";
+  return why ? `[memsearch] ${why}: install it from your memsearch checkout: ${fix}.` : "";
 }
 
 // A tool's argv template with `{name}` placeholders filled from `params`; an item (or a group of
