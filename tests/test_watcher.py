@@ -506,7 +506,7 @@ def test_watch_command_runs_until_stopped(tmp_path: Path, stop_signal: signal.Si
         for reader in readers:
             reader.start()
         try:
-            assert _expect(out, lambda s: s.startswith("Indexed"), 120) == "Indexed 1 chunks."
+            assert _expect(out, lambda s: s.startswith("Indexed"), 120) == "Indexed 1 chunk."
             # Printed once the watcher runs: changes from here on are seen.
             assert _expect(out, bool, 30) == "Watching 1 path for changes... (Ctrl+C to stop)"
 
