@@ -130,6 +130,7 @@ class _Failure:
     body: bytes
     times: int  # -1: until cleared
     content_type: str = "application/json"
+    after: int = 0  # requests answered normally before the failures start
 
 
 def fake_vector(text: str, dimension: int) -> list[float]:
@@ -152,12 +153,14 @@ class FakeEmbeddingServer:
     url: str = ""
     _failure: _Failure | None = None
     _short: bool = False
+    _nan: bool = False
     _delay: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def fail(self, status: int, body: str = '{"error": "nope"}', times: int = -1) -> None:
+    def fail(self, status: int, body: str = '{"error": "nope"}', times: int = -1, *, after: int = 0) -> None:
+        """Answer ``status`` ``times`` times (-1: until cleared), after ``after`` normal answers."""
         with self._lock:
-            self._failure = _Failure(status, body.encode(), times)
+            self._failure = _Failure(status, body.encode(), times, after=after)
 
     def garbage(self) -> None:
         """Answer 200 with a body that is not JSON."""
@@ -168,6 +171,10 @@ class FakeEmbeddingServer:
         """Answer with one vector fewer than asked for."""
         self._short = True
 
+    def nan(self) -> None:
+        """Answer vectors whose first value is NaN (json.dumps writes ``NaN``; clients' json reads it)."""
+        self._nan = True
+
     def delay(self, seconds: float) -> None:
         """Wait ``seconds`` before answering (to make clients time out)."""
         self._delay = seconds
@@ -176,6 +183,7 @@ class FakeEmbeddingServer:
         with self._lock:
             self._failure = None
             self._short = False
+            self._nan = False
             self._delay = 0.0
 
     def dimension_for(self, model: str, requested: int | None) -> int:
@@ -189,6 +197,9 @@ class FakeEmbeddingServer:
             failure = self._failure
             if failure is None:
                 return None
+            if failure.after > 0:
+                failure.after -= 1
+                return None
             if failure.times > 0:
                 failure.times -= 1
                 if failure.times == 0:
@@ -201,7 +212,7 @@ class FakeEmbeddingServer:
         if path.endswith("/api/embed"):
             texts = self._trim(body["input"])
             dim = self.dimension_for(body["model"], None)
-            return {"model": body["model"], "embeddings": [fake_vector(t, dim) for t in texts]}
+            return {"model": body["model"], "embeddings": [self._vector(t, dim) for t in texts]}
         if path.endswith(":batchEmbedContents"):
             model = path.rsplit("/", 1)[-1].split(":")[0]
             requests = self._trim(body["requests"])
@@ -209,7 +220,7 @@ class FakeEmbeddingServer:
             for item in requests:
                 text = item["content"]["parts"][0]["text"]
                 dim = self.dimension_for(model, item.get("outputDimensionality"))
-                out.append({"values": fake_vector(text, dim)})
+                out.append({"values": self._vector(text, dim)})
             return {"embeddings": out}
         if path.endswith("/embeddings"):
             texts = body["input"]
@@ -218,7 +229,7 @@ class FakeEmbeddingServer:
             texts = self._trim(texts)
             dim = self.dimension_for(body["model"], body.get("dimensions") or body.get("output_dimension"))
             data = [
-                {"object": "embedding", "index": i, "embedding": fake_vector(t, dim)}
+                {"object": "embedding", "index": i, "embedding": self._vector(t, dim)}
                 for i, t in enumerate(texts)
             ]
             data.reverse()  # clients must order by "index", not by position
@@ -229,6 +240,10 @@ class FakeEmbeddingServer:
                 "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
             }
         raise KeyError(path)
+
+    def _vector(self, text: str, dimension: int) -> list[float]:
+        vector = fake_vector(text, dimension)
+        return [math.nan, *vector[1:]] if self._nan else vector
 
     def _trim(self, items: list[Any]) -> list[Any]:
         return items[:-1] if self._short else items

@@ -11,7 +11,9 @@ What is fuzzed, each with data no test author would write by hand:
 - the memory service's message decoding (``decode_message``, then ``error_from_payload`` as the
   client applies them; the server's request parser is covered by tests/test_service.py's
   garbage cases);
-- the config loader: arbitrary TOML text and arbitrary TOML tables through ``resolve_config``.
+- the config loader: arbitrary TOML text and arbitrary TOML tables through ``resolve_config``
+  (and whatever it accepts has every number finite and inside its declared range);
+- the ``MEMSEARCH_*`` variables that hold a yes/no or a number (``env_setting``), with arbitrary text.
 
 "Nothing but our own errors" means: a call returns, or raises a
 :class:`~memsearch.errors.MemSearchError` subclass (which the CLI prints as one ``Error:`` line).
@@ -29,6 +31,7 @@ once is replayed first next time.)
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -40,7 +43,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memsearch.chunker import chunk_markdown, split_lines
-from memsearch.config import resolve_config
+from memsearch.config import MemSearchConfig, config_to_dict, resolve_config
+from memsearch.config.envvars import env_setting
+from memsearch.config.schema import ENV_VARIABLES, RANGES
+from memsearch.config.tables import leaves
 from memsearch.errors import MemSearchError
 from memsearch.hooks.engine import parse_stdin
 from memsearch.hooks.platforms import PLATFORMS
@@ -414,7 +420,8 @@ def test_service_message_decoding(message: bytes) -> None:
 
 _CONFIG_KEYS = {
     "milvus": ["uri", "token", "collection", "lock_timeout"],
-    "embedding": ["provider", "model", "batch_size", "base_url", "api_key"],
+    "embedding": ["provider", "model", "batch_size", "base_url", "api_key", "timeout"],
+    "service": ["autostart", "idle_timeout", "max_on_demand"],
     "chunking": ["max_chunk_size", "overlap_lines"],
     "indexing": ["ignore_files", "exclude"],
     "watch": ["debounce_ms"],
@@ -428,6 +435,7 @@ _toml_values = st.recursive(
     st.booleans()
     | st.integers(-(2**63), 2**63 - 1)
     | st.floats(allow_nan=True)
+    | st.sampled_from([float("inf"), float("-inf"), 10**13, 2**63 - 1, 1e300])
     | st.text(max_size=20)
     | st.sampled_from(
         ["env:HOME", "env:NO_SUCH_VAR_XYZ", "env:", "onnx", "openai", "hash", "~/x.db", [], {}]
@@ -471,7 +479,37 @@ def test_config_from_arbitrary_tables(
     _write_configs(
         Path(os.environ["HOME"]), isolated_env, tomli_w.dumps(global_table), tomli_w.dumps(project_table)
     )
-    assert_only_our_errors(resolve_config, overrides, cwd=isolated_env)
+    cfg = assert_only_our_errors(resolve_config, overrides, cwd=isolated_env)
+    if cfg is not None:
+        assert_numbers_in_range(cfg)
+
+
+def assert_numbers_in_range(cfg: MemSearchConfig) -> None:
+    """Every number of an accepted configuration is finite and inside its declared range."""
+    for key, value in leaves(config_to_dict(cfg)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            assert math.isfinite(value), key
+            low, high = RANGES.get(key.rsplit(".", 1)[-1], (-math.inf, math.inf))
+            assert low <= value <= high, (key, value)
+
+
+@given(
+    name=st.sampled_from(sorted(ENV_VARIABLES)),
+    value=st.text(max_size=30)
+    | st.sampled_from(["inf", "-inf", "nan", "1e400", "0x10", "1_000", " TRUE ", "Off", "١٢", "10" * 20]),
+)
+@example(name="MEMSEARCH_SERVICE_TIMEOUT", value="inf")
+@example(name="MEMSEARCH_NO_SERVICE", value="false")
+def test_environment_variables_from_arbitrary_text(name: str, value: str) -> None:
+    """A variable's value is its type and inside its range, or one of our errors; never anything else."""
+    value_read = assert_only_our_errors(env_setting, name, {name: value})
+    spec = ENV_VARIABLES[name]
+    if value_read is None:
+        return
+    assert type(value_read) is spec.type, (name, value, value_read)
+    if spec.type is not bool:
+        low, high = RANGES[spec.range]
+        assert math.isfinite(value_read) and low <= value_read <= high
 
 
 @pytest.mark.parametrize("profile", ["ci", "long"])

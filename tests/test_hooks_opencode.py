@@ -118,7 +118,7 @@ def test_unfinished_tail_turn_waits(hk: HookEnv, tmp_path: Path) -> None:
     data.clock = int(time.time() * 1000) - 10_000
     data.message(SID, "msg_u2", "user", "Now cache the totals please")
     data.message(SID, "msg_a2", "assistant", "Cached.", finish="stop")
-    assert daemon_once(hk, data, MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(10**15)).stdout.strip() == "0"
+    assert daemon_once(hk, data, MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(3_600_000)).stdout.strip() == "0"
 
 
 def test_memsearch_dir_is_honoured(hk: HookEnv, db: OpenCodeDB, tmp_path: Path) -> None:
@@ -249,7 +249,7 @@ def test_the_daemon_journals_the_tail_turn_when_opencode_exits(hk: HookEnv, db: 
         ["sh", "-c", script, "sh", *daemon],
         cwd=hk.project,
         env={
-            **hk.env(MEMSEARCH_NO_WATCH="1", MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(10**15)),
+            **hk.env(MEMSEARCH_NO_WATCH="1", MEMSEARCH_OPENCODE_TAIL_QUIET_MS=str(3_600_000)),
             "PIDFILE": str(pid_file),
         },
         capture_output=True,

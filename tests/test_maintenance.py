@@ -8,6 +8,7 @@ retried, and the session-start hook (fake ``claude`` on PATH, no API key) never 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -16,13 +17,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api  # noqa: F401  (fixture)
 from fake_servers import FakeEmbeddingServer, JsonHandler, fake_api, serving  # noqa: F401  (fixture)
+from memsearch import journal, skills
 from memsearch import maintenance as mt
-from memsearch import skills
 from memsearch.errors import MaintenanceError, MemoryCommandRefusedError
 from memsearch.maintenance import MemoryScope, parse_answer, validate_memory_command
 
@@ -56,7 +58,11 @@ SKILL_ANSWER = {
 
 
 def make_project(root: Path) -> Path:
-    """A git project whose journals hold 14 days of sessions; every third day cuts a release."""
+    """A git project whose journals hold 14 days of sessions; every third day cuts a release.
+
+    The journals are written by memsearch's own journal writer (what the Stop hooks call), as the
+    user whose HOME is ``root / "home"``: memsearch records there which conversations its anchors
+    name, and a model may look up only those."""
     project = root / "billing"
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
@@ -64,19 +70,20 @@ def make_project(root: Path) -> Path:
     memory.mkdir(parents=True)
     transcripts = root / "transcripts"
     transcripts.mkdir()
-    for day in range(1, 15):
-        session = f"sess-{day:02d}"
-        transcript = transcripts / f"{session}.jsonl"
-        transcript.write_text(json.dumps(TRANSCRIPT_LINE) + "\n", encoding="utf-8")
-        anchor = f"<!-- session:{session} turn:t{day} transcript:{transcript} -->"
-        work = (
-            "- User asked to cut a release; Claude Code ran make test then make release VERSION=1.%d."
-            if day % 3 == 0
-            else "- Claude Code fixed an exporter bug (day %d) and the user asked for short commit messages."
-        ) % day
-        (memory / f"2026-05-{day:02d}.md").write_text(
-            f"# 2026-05-{day:02d}\n\n## Session 10:00\n\n### 10:00\n{anchor}\n{work}\n", encoding="utf-8"
-        )
+    with mock.patch.dict(os.environ, {"HOME": str(root / "home")}):
+        for day in range(1, 15):
+            session = f"sess-{day:02d}"
+            transcript = transcripts / f"{session}.jsonl"
+            transcript.write_text(json.dumps(TRANSCRIPT_LINE) + "\n", encoding="utf-8")
+            work = (
+                "- User asked to cut a release; Claude Code ran make test then make release VERSION=1.%d."
+                if day % 3 == 0
+                else "- Claude Code fixed an exporter bug (day %d) and the user asked for short commit "
+                "messages."
+            ) % day
+            anchor = {"session": session, "turn": f"t{day}", "transcript": str(transcript)}
+            when = dt.datetime(2026, 5, day, 10, 0)
+            journal.append_entry(memory, journal.JournalEntry([work], anchor), when=when, title=True)
     return project
 
 
@@ -396,7 +403,10 @@ def test_a_failing_model_is_recorded_retried_and_never_fails_the_hook(
     # The next session start shows PROJECT.md to the model, and starts nothing (journals unchanged).
     third = hook()
     context = json.loads(third.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert f"[memsearch] PROJECT.md ({project / '.memsearch' / 'PROJECT.md'}):\n# Project" in context
+    assert (
+        f"[memsearch] PROJECT.md ({project / '.memsearch' / 'PROJECT.md'}):\n"
+        '<memsearch-data source="PROJECT.md">\n# Project' in context
+    )
     time.sleep(1)
     assert (
         len((tmp_path / "claude.jsonl").read_text().splitlines()) == len(calls) + 2
@@ -522,7 +532,8 @@ def test_a_lookup_runs_memsearch_and_its_output_is_clipped(scope: MemoryScope, t
     lines = [json.dumps({"type": "user", "message": {"role": "user", "content": "x" * 5000}})] * 5
     transcript.write_text("\n".join(lines) + "\n")
     out = mt.run_memory_command(f"memsearch transcript {transcript} --json-output", scope)
-    assert out.endswith("characters left out]") and len(out) < mt.MAX_TOOL_OUTPUT + 100
+    assert out.startswith('<memsearch-data source="memsearch transcript">')  # data, framed
+    assert out.endswith("characters left out]\n</memsearch-data>") and len(out) < mt.MAX_TOOL_OUTPUT + 150
 
 
 # --- answers, journals, due ----------------------------------------------------------------------
@@ -576,7 +587,8 @@ def test_recent_journals_keep_the_newest_files_and_text(tmp_path: Path) -> None:
     assert "day 7 " in text and "day 6 " not in text  # the newest 14 files
     assert "\ufffd" in text  # bytes that are not UTF-8 are replaced, never fatal
     short = mt.recent_journals(tmp_path, budget=300)
-    assert len(short) == 300 and short.startswith("[older journal text left out]")
+    assert len(short) <= 300 and short.startswith("[older journal text left out]")
+    assert short.count("<memsearch-data source=") == short.count("</memsearch-data>")  # whole frames
     assert "day 20 " in short
 
 
@@ -681,7 +693,7 @@ def test_distill_by_hand_with_a_custom_prompt_input_dir_and_a_revision(
     assert model_api.saw(
         "CUSTOM DISTILLER for Claude Code, at least 4 times. You may call the run_memory_command"
     )
-    assert model_api.saw("journal: 2026-05-14.md")  # read from the configured input_dir
+    assert model_api.saw('<memsearch-data source="2026-05-14.md">')  # read from the configured input_dir
     assert [c.slug for c in skills.list_candidates(project / ".memsearch")] == ["cut-release"]
 
     # Unchanged journals: skipped; forced: the model sees the candidate's current body to revise it.

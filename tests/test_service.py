@@ -91,6 +91,7 @@ def service(uri: str) -> Iterator[subprocess.Popen[str]]:
 #: The memsearch modules a client may load: each imports only the standard library at module level.
 CLIENT_MODULES = {
     "memsearch",
+    "memsearch.callerenv",
     "memsearch.errors",
     "memsearch.files",
     "memsearch.interface",

@@ -195,9 +195,17 @@ def test_a_store_the_original_installed_from_reads_right(ms: Path, tmp_path: Pat
     c = skills.read_candidate(ms, "deploy")
     assert c.status == "installed" and c.installed_paths == [str(installed)]
     assert [s.state for s in skills.install_states(c)] == ["current"]
-    # The candidate evolves: the original's install is recognised as ours to update.
+    # The candidate evolves. meta.json is the store's word, which a cloned repository can fake, so
+    # an install memsearch has no record of making is replaced only with force, keeping a backup.
     skills.write_candidate(ms, "deploy", DESC, BODY + "\n3. more", message="m2")
     assert skills.read_candidate(ms, "deploy").status == "changed"
+    with pytest.raises(SkillExistsError):
+        skills.install_candidate(ms, "deploy", [tmp_path / "skills"])
+    [result] = skills.install_candidate(ms, "deploy", [tmp_path / "skills"], force=True)
+    assert (result.action, result.backup) == ("replaced", installed.with_name("SKILL.md.bak"))
+    assert installed.with_name("SKILL.md.bak").read_bytes() == data
+    # From then on memsearch knows the copy is its own: the next revision updates it.
+    skills.write_candidate(ms, "deploy", DESC, BODY + "\n4. even more", message="m3")
     assert [r.action for r in skills.install_candidate(ms, "deploy", [tmp_path / "skills"])] == ["updated"]
     # Installed by the original with no hash at all: the version out there is unknown.
     (folder / "meta.json").write_text(
@@ -235,10 +243,14 @@ def test_hint_survives_a_damaged_store(ms: Path) -> None:
     root = ms / "skill-candidates"
     (root / "broken").mkdir(parents=True)
     (root / "broken" / "SKILL.md").write_bytes(b"\xff\xfe not utf-8 ---")
+    assert "SKILLS: 1 candidate" in skills.candidates_hint(ms)
+    # A meta.json memsearch did not write leaves its candidate out (never trusted), not the others.
+    skills.write_candidate(ms, "deploy", DESC, BODY, message="m")
     (root / "broken" / "meta.json").write_text("{not json")
     assert "SKILLS: 1 candidate" in skills.candidates_hint(ms)
     (root / "broken" / "meta.json").write_text("[]")
     assert "SKILLS: 1 candidate" in skills.candidates_hint(ms)
+    assert [c.slug for c in skills.list_candidates(ms)] == ["deploy"]
 
 
 def test_install_copies_and_records_one_commit(ms: Path, tmp_path: Path) -> None:

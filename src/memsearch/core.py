@@ -177,10 +177,10 @@ class MemSearch(Memory):
                 timeout=self._timeout,
             )
             if self._use_cache:
-                from memsearch.config import memsearch_home
+                from memsearch import private
                 from memsearch.embeddings.cache import CachedEmbedder, EmbeddingCache
 
-                cache = EmbeddingCache(memsearch_home() / "embedding-cache.sqlite")
+                cache = EmbeddingCache(private.home() / "embedding-cache.sqlite")
                 provider = CachedEmbedder(provider, cache)
             self._embedder = provider
         return self._embedder
@@ -278,11 +278,11 @@ class MemSearch(Memory):
         return resolve_uri(self._uri).path
 
     def _manifest_file(self) -> Path:
-        from memsearch.config import memsearch_home
+        from memsearch import private
         from memsearch.manifest import manifest_path
         from memsearch.uri import resolve_uri
 
-        return manifest_path(memsearch_home(), resolve_uri(self._uri).uri, self._collection)
+        return manifest_path(private.home(), resolve_uri(self._uri).uri, self._collection)
 
     def _indexer(self, paths: Sequence[str]) -> Indexer:
         from memsearch.indexer import Indexer, IndexSettings

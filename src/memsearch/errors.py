@@ -43,6 +43,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             MemoryCommandRefusedError (ValueError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
+        PrivatePathError
         RerankerError
             MissingRerankerKeyError (ValueError)
             RerankerAPIError (RuntimeError)
@@ -63,6 +64,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             SkillExistsError (FileExistsError)
             SkillInputError (ValueError)
                 NoInstallTargetError [exit 2]
+                SkillMetaError
             SkillNotFoundError (ValueError)
             SkillWriteError
         SourceFileNotFoundError (FileNotFoundError)
@@ -397,6 +399,11 @@ class NotARegularFileError(MemSearchError):
     """The path is a FIFO, socket or device: reading it could block forever."""
 
 
+class PrivatePathError(MemSearchError):
+    """A folder memsearch keeps its data, caches or state in (``~/.memsearch``, a store) cannot
+    be made private: it cannot be created, it is a file or a link, or another user owns it."""
+
+
 # --- Transcripts (``memsearch transcript``) ----------------------------------------------------------
 
 
@@ -454,6 +461,12 @@ class SkillExistsError(SkillError, FileExistsError):
 
 class SkillInputError(SkillError, ValueError):
     """A skill's name, description or body is missing or too long (``ValueError`` as the original)."""
+
+
+class SkillMetaError(SkillInputError):
+    """A candidate's ``meta.json`` or its folder is not what memsearch writes (wrong types, an
+    install path outside a skills folder, a symbolic link): the store may come from a cloned
+    repository, so such a candidate is refused, never trusted."""
 
 
 class NoInstallTargetError(SkillInputError):

@@ -114,6 +114,15 @@ class IndexSettings:
         }
 
 
+def _unnamable(source: str) -> str | None:
+    """Why the store could not name ``source`` in a filter, or None. Checked per file, so one such
+    name (a control character) is skipped with a warning and never stops the files beside it."""
+    from memsearch.store.filters import filter_problem
+
+    problem = filter_problem(source)
+    return f"its path {problem}, which the index cannot look up; rename the file" if problem else None
+
+
 def _under(source: str, roots: Sequence[Path]) -> bool:
     """True when ``source`` lies inside one of the directory ``roots`` (path-boundary check)."""
     p = Path(source)
@@ -226,6 +235,10 @@ class Indexer:
         for f in stat_changed:
             source = str(f.path)
             old = manifest.files.get(source)
+            unnamable = _unnamable(source)
+            if unnamable:  # its chunks could never be found again to update or delete
+                warnings.append(f"skipped {source}: {unnamable}")
+                continue
             try:
                 read = self._read_and_chunk(f, None if force or old is None else old.sha256, warnings)
             except (OSError, MemSearchError, ValueError) as exc:
@@ -275,6 +288,8 @@ class Indexer:
             gone = sorted({p for p in indexed if p not in active and _under(p, roots)} | set(gone))
         deleted = 0
         for source in gone:
+            if _unnamable(source):  # (rows another program stored) not addressable: left as they are
+                continue
             store.delete_by_source(source)
             manifest.files.pop(source, None)
             deleted += 1

@@ -18,10 +18,10 @@ TypeSafe (or to ``MEMSEARCH_JEV_URL`` when set: a self-hosted gateway, or a fake
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
+from memsearch.callerenv import getenv
 from memsearch.errors import (
     ConfigValueError,
     InvalidRerankAnswerError,
@@ -84,7 +84,7 @@ _SHARED = JsonClient()
 
 def endpoint() -> str:
     """The URL rerank requests go to: ``MEMSEARCH_JEV_URL`` when set, else TypeSafe's."""
-    return os.environ.get(URL_ENV, "").strip() or DEFAULT_URL
+    return getenv(URL_ENV).strip() or DEFAULT_URL
 
 
 class JevReranker:

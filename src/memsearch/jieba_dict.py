@@ -11,31 +11,35 @@ A CRC match is confirmed by comparing the characters, so answers are exact, neve
 A lookup costs ~1.7 µs instead of a dict's ~0.05 µs, so the latest 50,000 answers are kept in an
 ordinary dict (text repeats its words).
 
-The table is built once from jieba's ``dict.txt`` (~2 s) and kept in the temp folder beside
-jieba's own cache (keyed by the file's size and modification time, one per user, written
-atomically), so later processes read ~10 MB of arrays in milliseconds. Words added at run time
-(``jieba.add_word``) go into a small ordinary dict consulted first.
+The table is built once from jieba's ``dict.txt`` (~2 s) and kept in ``~/.memsearch/cache``
+(keyed by the file's path, size and modification time; written atomically, mode 0600), so later
+processes read ~12 MB of arrays in milliseconds. It is not kept in the shared temp folder: a name
+there is predictable, and another local user could plant a FIFO (every Chinese index or search
+would hang opening it) or a table of their own. The file carries the sha256 of its contents, checked
+when it is read (~10 ms); a file that is not a regular file of ours, or does not match, is rebuilt.
+Words added at run time (``jieba.add_word``) go into a small ordinary dict consulted first.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import struct
-import tempfile
 import zlib
 from array import array
 from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
-from memsearch.files import atomic_write
+from memsearch import private
+from memsearch.errors import PrivatePathError
 
 logger = logging.getLogger("memsearch.store")
 
 #: File header: format tag, key count, word-string length (characters), dictionary total.
-_MAGIC = b"memsearch-jieba-freq-1\n"
+_MAGIC = b"memsearch-jieba-freq-2\n"
+#: After the tag: the sha256 of everything that follows it.
+_DIGEST_SIZE = 32
 _HEADER = struct.Struct("<QQQ")
 _MISSING: Any = object()
 #: Lookups remembered at most (~5 MB of short strings); the memory is cleared when it is full.
@@ -158,15 +162,19 @@ class CompactFreq:
     def to_bytes(self) -> bytes:
         words = self._words.encode("utf-8", "surrogatepass")
         parts = [self._hashes, self._offsets, self._lengths, self._freqs]
-        header = _MAGIC + _HEADER.pack(len(self._hashes), len(words), self.total)
-        return header + b"".join(part.tobytes() for part in parts) + words
+        body = _HEADER.pack(len(self._hashes), len(words), self.total)
+        body += b"".join(part.tobytes() for part in parts) + words
+        return _MAGIC + hashlib.sha256(body).digest() + body
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CompactFreq:
         if not data.startswith(_MAGIC):
             raise ValueError("not a memsearch jieba table")
-        count, words_size, total = _HEADER.unpack_from(data, len(_MAGIC))
-        position = len(_MAGIC) + _HEADER.size
+        start = len(_MAGIC) + _DIGEST_SIZE
+        if hashlib.sha256(memoryview(data)[start:]).digest() != data[len(_MAGIC) : start]:
+            raise ValueError("memsearch jieba table does not match its checksum")
+        count, words_size, total = _HEADER.unpack_from(data, start)
+        position = start + _HEADER.size
         columns = []
         for typecode in ("I", "I", "H", "q"):
             column = array(typecode)
@@ -180,36 +188,41 @@ class CompactFreq:
         return cls(columns[0], columns[1], columns[2], columns[3], words, total)
 
 
-def cache_path(dict_file: Path) -> Path:
-    """Where the table built from ``dict_file`` is kept: beside jieba's own cache, in the temp
-    folder (it is derived from an installed file, not from the user's data), one file per user and
-    per version of ``dict_file``."""
+#: The folder under ``~/.memsearch`` of caches derived from installed files.
+CACHE_DIR = "cache"
+
+
+def cache_name(dict_file: Path) -> str:
+    """The cache file's name for ``dict_file``: one per version of it (path, size, mtime)."""
     stat = dict_file.stat()
     key = f"{dict_file.resolve()} | {stat.st_size} bytes | mtime_ns {stat.st_mtime_ns}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"memsearch-jieba-{os.getuid()}-{digest}.bin"
+    return f"jieba-{hashlib.sha256(key.encode()).hexdigest()[:16]}.bin"
 
 
-def _read_own(path: Path) -> bytes:
-    """``path``'s bytes if this user owns it (a shared temp folder: never trust another's file)."""
-    with path.open("rb") as fh:
-        if os.fstat(fh.fileno()).st_uid != os.getuid():
-            raise ValueError(f"{path} belongs to another user")
-        return fh.read()
+def cache_path(dict_file: Path) -> Path:
+    """Where the table built from ``dict_file`` is kept: ``~/.memsearch/cache`` (private, created)."""
+    return private.home_dir(CACHE_DIR) / cache_name(dict_file)
 
 
 def load(dict_file: Path) -> CompactFreq:
-    """The table for ``dict_file``: read from its cache file, else built and cached (best effort)."""
-    cached = cache_path(dict_file)
+    """The table for ``dict_file``: read from its cache file, else built and cached (best effort:
+    without a usable ``~/.memsearch`` the table is built for this process only)."""
     try:
-        return CompactFreq.from_bytes(_read_own(cached))
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError, struct.error):
-        logger.debug("rebuilding the jieba table %s", cached, exc_info=True)
+        cached: Path | None = cache_path(dict_file)
+    except PrivatePathError:
+        logger.debug("no private folder for the jieba table", exc_info=True)
+        cached = None
+    if cached is not None:
+        try:
+            return CompactFreq.from_bytes(private.read_private(cached))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, struct.error):
+            logger.debug("rebuilding the jieba table %s", cached, exc_info=True)
     table = CompactFreq.from_dict_file(dict_file)
-    try:
-        atomic_write(cached, table.to_bytes())
-    except OSError:  # a read-only temp folder: the table still works, it is rebuilt next time
-        logger.debug("could not keep the jieba table at %s", cached, exc_info=True)
+    if cached is not None:
+        try:
+            private.write_private(cached, table.to_bytes())
+        except (OSError, PrivatePathError):  # a full disk: the table still works, it is rebuilt next time
+            logger.debug("could not keep the jieba table at %s", cached, exc_info=True)
     return table

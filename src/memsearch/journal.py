@@ -37,11 +37,16 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsearch.files import exclusive
+from memsearch.project_files import MAX_JOURNAL_BYTES, read_project_text
+
+#: Anchor fields that name a conversation file (recorded by :mod:`memsearch.written`).
+TRANSCRIPT_FIELDS = ("transcript", "rollout", "db")
 
 __all__ = [
     "AppendResult",
@@ -174,11 +179,10 @@ def _has_anchor(text: str, key: Mapping[str, str]) -> bool:
     return False
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+def _read_text(path: Path, root: Path | None = None) -> str:
+    """A journal's text, read as a project file (a regular file inside ``root``, by default its
+    own folder: never a symbolic link, a FIFO or an oversize file); "" when it is not read."""
+    return read_project_text(path, root if root is not None else path.parent, max_bytes=MAX_JOURNAL_BYTES)
 
 
 def find_duplicate(
@@ -247,7 +251,15 @@ def append_entry(
         if _has_anchor(_read_text(previous), key):
             return AppendResult(path, False, previous)
     stamp = when.strftime("%H:%M")
-    with open(path, "a+b") as fh, exclusive(fh):
+    # Never through a symbolic link a repository shipped under today's name, never into a FIFO.
+    fd = os.open(
+        path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666
+    )
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file; the journal entry was not written")
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "a+b") as fh, exclusive(fh):
         fh.seek(0)
         text = fh.read().decode("utf-8", errors="replace")
         if key is not None and _has_anchor(text, key):
@@ -266,6 +278,9 @@ def append_entry(
         fh.write("".join(parts).encode("utf-8"))
         fh.flush()
         os.fsync(fh.fileno())
+    from memsearch import written
+
+    written.record_transcripts(directory, [entry.anchor.get(name, "") for name in TRANSCRIPT_FIELDS])
     return AppendResult(path, True)
 
 
@@ -276,11 +291,12 @@ def journal_files(memory_dir: str | os.PathLike[str], count: int | None = None) 
     """The daily journals in ``memory_dir``, newest first (by name), at most ``count``.
 
     Only names are listed (no file is opened), so a memory folder of thousands of days costs one
-    directory read.
+    directory read. Only regular files count: a symbolic link or a FIFO under a journal's name (a
+    cloned repository can ship either) is not a journal.
     """
     try:
         with os.scandir(memory_dir) as it:
-            names = [e.name for e in it if DAY_FILE_RE.match(e.name) and e.is_file()]
+            names = [e.name for e in it if DAY_FILE_RE.match(e.name) and e.is_file(follow_symlinks=False)]
     except OSError:
         return []
     names.sort(reverse=True)
@@ -318,15 +334,23 @@ def preview_lines(text: str, max_lines: int = 40) -> list[str]:
     return kept[-max_lines:] if max_lines > 0 else []
 
 
-def recent_memory(memory_dir: str | os.PathLike[str], *, files: int = 2, max_lines: int = 40) -> str:
+def recent_memory(
+    memory_dir: str | os.PathLike[str],
+    *,
+    files: int = 2,
+    max_lines: int = 40,
+    root: str | os.PathLike[str] | None = None,
+) -> str:
     """A ``# Recent Memory`` block from the newest ``files`` journals (newest first), or "".
 
     Each journal contributes ``## <name>`` and its :func:`preview_lines`; journals with nothing to
-    show are skipped. Only those few files are read.
+    show are skipped. Only those few files are read, and only when they are regular files inside
+    ``root`` (default: the memory folder).
     """
     blocks: list[str] = []
+    inside = Path(root) if root is not None else Path(memory_dir)
     for path in journal_files(memory_dir, files):
-        lines = preview_lines(_read_text(path), max_lines)
+        lines = preview_lines(_read_text(path, inside), max_lines)
         if lines:
             blocks.append("\n".join([f"## {path.name}", *lines]))
     if not blocks:

@@ -16,8 +16,10 @@ status with the reason), which the store turns into one-line memsearch errors li
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -47,36 +49,88 @@ def _engine_call(fn: F) -> F:
     return call  # type: ignore[return-value]
 
 
-#: Databases open in this process: resolved path -> [engine, number of clients using it, write
-#: lock]. The engine holds an exclusive lock on its directory, so every store in a process (the
-#: memory service keeps one per project) must share one engine per path.
-_open: dict[str, list[Any]] = {}
+class _Database:
+    """One database directory open in this process, shared by every client of it (the engine holds
+    an exclusive lock on its directory, so every store in a process, and the memory service keeps
+    one per project, must share one engine per path).
+
+    Reopened when its directory is deleted or replaced under it (``rm -rf`` of the store while a
+    long-lived owner holds it): the old engine would go on answering from memory what is no longer
+    on disk, and write into unlinked files. Checked by identity (device, inode) before each use,
+    which costs one ``stat``; the swap waits for the write in flight.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.users = 0
+        #: Whether the engine was reopened (see :meth:`current`).
+        self.reopened = False
+        #: Writes to one database are serialised: the store upserts from worker threads (while the
+        #: next batch embeds) and the memory service runs several indexing sources at once. Reads
+        #: take the engine's own snapshots and run alongside. Re-entrant: a write may reopen.
+        self.writing = threading.RLock()
+        self._open()
+
+    def _open(self) -> None:
+        from milvus_lite import MilvusLite
+
+        self.engine = MilvusLite(self.path)  # DataDirLockedError if another process holds it
+        self.identity = _identity(self.path)
+
+    def current(self, *, create: bool = True) -> Any:
+        """The engine, reopened first when the directory it opened is gone or another one; None
+        when it is gone and ``create`` is False (a read creates nothing: the indexer then sees a
+        deleted store as deleted, and starts its manifest over)."""
+        identity = _identity(self.path)
+        if identity == self.identity:
+            return self.engine
+        if identity is None and not create:
+            return None
+        with self.writing:
+            if _identity(self.path) != self.identity:
+                logger.warning("the Milvus Lite database %s was deleted or replaced: reopening it", self.path)
+                old = self.engine
+                self._open()
+                self.reopened = True
+                with contextlib.suppress(Exception):  # its directory is gone: nothing to keep
+                    old.close()
+        return self.engine
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+#: Databases open in this process: resolved path -> its shared engine.
+_open: dict[str, _Database] = {}
 _open_lock = threading.Lock()
 #: Serialises collection lookups (see :meth:`LiteClient._collection`).
 _lookup_lock = threading.Lock()
 
 
-def _acquire(path: str) -> tuple[Any, threading.Lock]:
+def _acquire(path: str) -> _Database:
     with _open_lock:
-        entry = _open.get(path)
-        if entry is None:
-            from milvus_lite import MilvusLite
-
-            entry = _open[path] = [MilvusLite(path), 0, threading.Lock()]  # DataDirLockedError if held
-        entry[1] += 1
-        return entry[0], entry[2]
+        database = _open.get(path)
+        if database is None:
+            database = _open[path] = _Database(path)
+        database.users += 1
+        return database
 
 
 def _release(path: str) -> None:
     with _open_lock:
-        entry = _open.get(path)
-        if entry is None:
+        database = _open.get(path)
+        if database is None:
             return
-        entry[1] -= 1
-        if entry[1] > 0:
+        database.users -= 1
+        if database.users > 0:
             return
         del _open[path]
-    entry[0].close()  # flushes pending rows, waits for background merges, frees the directory lock
+    database.engine.close()  # flushes pending rows, waits for background merges, frees the directory lock
 
 
 class _Schema:
@@ -139,11 +193,13 @@ class LiteClient:
     @_engine_call
     def __init__(self, path: str) -> None:
         self._path = path
-        #: Writes to one database are serialised: the store upserts from worker threads (while the
-        #: next batch embeds) and the memory service runs several indexing sources at once. Reads
-        #: take the engine's own snapshots and run alongside.
-        self._db, self._writing = _acquire(path)
+        self._database = _acquire(path)
+        self._writing = self._database.writing
         self._searchers: dict[str, LiteSearcher] = {}
+
+    @property
+    def _db(self) -> Any:
+        return self._database.current()
 
     @staticmethod
     def schema_types() -> tuple[Any, Any, Any]:
@@ -166,12 +222,21 @@ class LiteClient:
         # Milvus Lite caches a collection object on its first lookup, without a lock: two threads
         # looking it up first at once (the memory service's request threads on a cold start) got
         # two objects, and a search through the one the cache lost found it never loaded.
+        db = self._database.current(create=False)
+        if db is None:  # the database was deleted: so was the collection (and a read creates nothing)
+            from milvus_lite import CollectionNotFoundError
+
+            raise CollectionNotFoundError(f"collection {name!r} not found: {self._path} was deleted")
         with _lookup_lock:
-            return self._db.get_collection(name)
+            collection = db.get_collection(name)
+        if self._database.reopened:  # the store loaded its collection in the engine it replaced
+            collection.load()  # (a no-op once loaded)
+        return collection
 
     @_engine_call
     def has_collection(self, name: str) -> bool:
-        return bool(self._db.has_collection(name))
+        db = self._database.current(create=False)
+        return db is not None and bool(db.has_collection(name))
 
     @_engine_call
     def describe_collection(self, name: str) -> dict[str, Any]:

@@ -27,8 +27,8 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
-from memsearch import onnx_build
-from memsearch.errors import EmbeddingError
+from memsearch import onnx_build, onnx_cache, private
+from memsearch.errors import EmbeddingError, PrivatePathError
 
 logger = logging.getLogger("memsearch.onnx")
 _LOCK = threading.Lock()
@@ -79,30 +79,30 @@ def optimized_copy(path: Path) -> Path | None:
     rarely returns that memory to the system afterwards; only if the child cannot run is it
     built here.
     """
-    if os.environ.get(OPTIMIZED_CACHE_ENV, "").strip().lower() in {"0", "false", "no", "off"}:
-        return None
-    from memsearch.config import memsearch_home
+    from memsearch.config.envvars import env_flag
 
+    if not env_flag(OPTIMIZED_CACHE_ENV, default=True):
+        return None
     try:
         source = path.resolve()
         stat = source.stat()
         key = f"onnxruntime {ort.__version__} | {source} | {stat.st_size} bytes | mtime_ns {stat.st_mtime_ns}"
-        folder = memsearch_home() / OPTIMIZED_DIR / hashlib.sha256(key.encode()).hexdigest()[:20]
-        target = folder / "model.onnx"
-        if target.is_file():
-            return target
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
-    except OSError:
+        root = private.home_dir(OPTIMIZED_DIR)
+        folder = root / hashlib.sha256(key.encode()).hexdigest()[:20]
+        found = onnx_cache.verified(folder, key)
+        if found is not None:
+            return found
+        building = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    except (OSError, PrivatePathError):
         logger.debug("no optimised copy of %s", path, exc_info=True)
         return None
     try:
         if not onnx_build.build_in_child(source, building / "model.onnx"):
             onnx_build.build_optimized(source, building / "model.onnx")
-        (building / "source.txt").write_text(f"{key}\n", encoding="utf-8")
+        onnx_cache.seal(building, key)
         with contextlib.suppress(OSError):  # another process finished first: use its copy
             building.rename(folder)
-        return target if target.is_file() else None
+        return onnx_cache.verified(folder, key)
     except Exception:  # an unreadable model or a full disk: the caller loads the source as before
         logger.debug("could not save an optimised copy of %s", path, exc_info=True)
         return None
@@ -118,7 +118,7 @@ def _load(path: Path) -> ort.InferenceSession:
             return ort.InferenceSession(str(optimized), options, providers=["CPUExecutionProvider"])
         except Exception:  # a damaged copy: drop it, it is rebuilt next time
             logger.debug("discarding the optimised copy %s", optimized, exc_info=True)
-            shutil.rmtree(optimized.parent, ignore_errors=True)
+            onnx_cache.discard(optimized.parent)
     options = _options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 

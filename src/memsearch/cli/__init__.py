@@ -118,11 +118,16 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 )
 def cli() -> None:
     """memsearch — semantic memory search for markdown knowledge bases."""
+    from memsearch.config.envvars import check_environment
+
+    check_environment()  # a bad MEMSEARCH_* value is one Error line now, not a failure mid-command
 
 
 def main() -> None:
     """Console-script entry point (the process is ours: pandas stays out, see memsearch.cli.lean)."""
+    from memsearch import private
     from memsearch.cli.lean import lean_process
 
     lean_process()
+    private.restrict_umask()  # everything the command, its hooks and its service create is private
     cli(prog_name="memsearch")

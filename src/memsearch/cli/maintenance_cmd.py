@@ -139,7 +139,9 @@ def status(platform: str | None, json_output: bool) -> None:
         settings = mt.task_settings(ctx, task.name)
         input_dir, output = mt.task_paths(ctx, task, settings)
         entry = state.get(mt.state_key(ctx.platform.name, task.name), {})
-        due, why = mt.check_due(settings, entry, mt.input_digest(input_dir))
+        due, why = mt.check_due(
+            settings, entry, mt.input_digest(input_dir, mt.root_of(ctx, input_dir, folder=True))
+        )
         rows.append(
             {
                 "task": task.name,

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import sys
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -46,7 +51,7 @@ def serve(idle_timeout: float | None, on_demand: bool, **flags: Any) -> None:
     owner = "on-demand" if on_demand else "serve"
     service = MemoryService(cfg.milvus.uri, engine=engine, idle_timeout=idle_timeout, owner=owner)
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: service.request_stop())
+        signal.signal(sig, lambda *_: _stop_soon(service))
     if not _acquire_or_stand_by(service, on_demand):
         click.echo("Service stopped.", err=True)
         return
@@ -61,6 +66,45 @@ def serve(idle_timeout: float | None, on_demand: bool, **flags: Any) -> None:
     finally:
         service.stop()
     click.echo("Service stopped.", err=True)
+    _leave_hung_work_behind()
+
+
+#: Seconds between SIGTERM (or Ctrl+C) and a hard exit, when a hung request keeps the service from
+#: stopping cleanly (its stores close within MemoryService.STOP_GRACE per step otherwise).
+EXIT_GRACE = 20.0
+
+
+def _stop_soon(service: MemoryService) -> None:
+    """SIGTERM always ends the service: a clean stop is asked for, and if a request that hangs
+    (a blocked read, an API that never answers) keeps it from finishing, the process exits anyway
+    after :data:`EXIT_GRACE` seconds (the kernel releases the store's lock; every write is
+    idempotent, so the next owner loses nothing)."""
+    service.request_stop()
+
+    def hard_exit() -> None:
+        time.sleep(EXIT_GRACE)
+        with contextlib.suppress(Exception):
+            click.echo(
+                f"Error: the memory service did not stop within {EXIT_GRACE:g} s (a request "
+                "hangs in it); exiting now. Hint: the next command starts a fresh one",
+                err=True,
+            )
+        os._exit(1)
+
+    threading.Thread(target=hard_exit, name="memsearch-exit-grace", daemon=True).start()
+
+
+def _leave_hung_work_behind() -> None:
+    """Exit now when a hung request's worker thread is still alive: the interpreter would wait for
+    it at exit for ever (``asyncio.to_thread`` workers are joined), and the stores are closed."""
+    deadline = time.monotonic() + 1  # idle workers leave at once once the loop is closed
+    others = [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
+    for thread in others:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in others):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _acquire_or_stand_by(service: MemoryService, on_demand: bool) -> bool:

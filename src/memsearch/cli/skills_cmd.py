@@ -57,16 +57,16 @@ skills.add_command(distill)  # the model side lives with the maintenance tasks
 @click.option(
     "--body-file",
     required=True,
-    type=click.File("r", encoding="utf-8"),
+    type=click.File("rb"),
     help="File with the SKILL.md body (markdown, no front matter); - reads stdin.",
 )
-def add(name: str, description: str, body_file: IO[str]) -> None:
+def add(name: str, description: str, body_file: IO[bytes]) -> None:
     """Save a skill an agent drafted as a candidate (one git commit; no model is called)."""
     result = store.write_candidate(
         memsearch_dir(),
         name,
         description,
-        body_file.read(),
+        store.decode_body(body_file.read(), body_file.name),
         message=f"Add candidate {store.slugify(name)} (manual)",
     )
     verb = {"created": "Added", "updated": "Updated"}.get(result.action)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import typing
 from typing import Any
 
 from memsearch.config.env import is_env_ref
-from memsearch.config.schema import MINIMUMS, is_mapping, is_table, table_aliases, table_schema
+from memsearch.config.schema import RANGES, is_mapping, is_table, table_aliases, table_schema
 from memsearch.config.tables import deep_merge
 from memsearch.errors import ConfigKeyError, ConfigValueError
 
@@ -63,13 +64,38 @@ def _exact(tp: Any, value: Any) -> Any:
     return value if isinstance(value, str) else _MISMATCH
 
 
+def _number(value: float) -> str:
+    """A bound or value as a person writes it (``3600000``, not ``3.6e+06``)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return str(value)
+
+
+def allowed_range(name: str) -> str:
+    """``1 to 1000000``: the range of a :data:`RANGES` entry, for messages and hints."""
+    low, high = RANGES[name]
+    return f"{_number(low)} to {_number(high)}"
+
+
 def check_range(name: str, value: Any, key: str, where: str = "") -> None:
-    low = MINIMUMS.get(name)
-    if low is not None and isinstance(value, (int, float)) and value < low:
-        raise ConfigValueError(
-            f"Invalid value for '{key}'{where}: must be >= {low:g} (got {value})",
-            hint=f"Use a value of at least {low:g}.",
-        )
+    """Refuse a number that is not finite or lies outside its :data:`RANGES` entry (``name``: the
+    field name, or an environment variable's). Every number from a file, a flag, ``config set`` or
+    the environment passes here, so a range declared in the schema is enforced everywhere."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    bounds = RANGES.get(name)
+    if isinstance(value, float) and not math.isfinite(value):
+        problem = "must be a finite number"
+    elif bounds is None:
+        return
+    elif value < bounds[0]:
+        problem = f"must be >= {_number(bounds[0])}"
+    elif value > bounds[1]:
+        problem = f"must be <= {_number(bounds[1])}"
+    else:
+        return
+    allowed = f"Use a value from {allowed_range(name)}." if bounds else "Use a finite number."
+    raise ConfigValueError(f"Invalid value for '{key}'{where}: {problem} (got {value})", hint=allowed)
 
 
 def check_table(
@@ -141,6 +167,16 @@ _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 
 _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
+#: The yes/no spellings accepted from text (any case), for hints.
+BOOLEAN_WORDS = "true/false, yes/no, on/off or 1/0"
+
+
+def parse_bool(text: str) -> bool | None:
+    """``text`` as a yes/no (:data:`BOOLEAN_WORDS`, any case, surrounding blanks ignored), or None
+    when it is none of them. The one reading of yes/no text, for ``config set`` and the environment."""
+    word = text.strip().lower()
+    return True if word in _TRUE_WORDS else False if word in _FALSE_WORDS else None
+
 
 def _as_text(item: Any) -> str:
     return item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
@@ -157,13 +193,12 @@ def coerce(tp: Any, value: Any, name: str) -> Any:
         return exact
     text = _as_text(value).strip()
     if tp is bool:
-        if text.lower() in _TRUE_WORDS:
-            return True
-        if text.lower() in _FALSE_WORDS:
-            return False
-        raise ConfigValueError(
-            f"Boolean field '{name}' must be true or false", hint="Use true/false, yes/no, on/off or 1/0."
-        )
+        flag = parse_bool(text)
+        if flag is None:
+            raise ConfigValueError(
+                f"Boolean field '{name}' must be true or false", hint=f"Use {BOOLEAN_WORDS}."
+            )
+        return flag
     if tp is int or tp is float:
         try:
             return tp(text)

@@ -3,7 +3,8 @@
 A dotted key such as ``chunking.max_chunk_size`` is a path through these dataclasses (TOML names:
 ``plugins.claude-code`` is the attribute ``claude_code``). Other modules that need a default (the
 store's URI and collection, the facade's provider) take it from here. Also owns the lists that
-are part of the schema: which keys a project file may set, which fields are secrets, lower bounds,
+are part of the schema: which keys a project file may set, which fields are secrets,
+the allowed ranges of numbers, the ``MEMSEARCH_*`` variables that hold a yes/no or a number,
 the plugin platforms and tasks, and where the deprecated ``[compact]`` keys moved.
 """
 
@@ -13,7 +14,7 @@ import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memsearch.config.env import resolve_env_ref
 from memsearch.errors import ConfigKeyError
@@ -59,19 +60,51 @@ COMPACT_KEY_MOVES: dict[str, str] = {
     "api_key": "llm.api_key",
 }
 
-#: Lower bounds of numeric fields (by field name; the names are unique across the tree).
-MINIMUMS: dict[str, float] = {
-    "max_chunk_size": 1,
-    "overlap_lines": 0,
-    "batch_size": 0,
-    "debounce_ms": 0,
-    "lock_timeout": 0,
-    "timeout": 0,
-    "min_interval_hours": 0,
-    "min_occurrences": 1,
-    "top_k": 1,
-    "idle_timeout": 1,
-    "max_on_demand": 1,
+#: Allowed range (lowest, highest) of each number a person can set: settings by field name (the
+#: names are unique across the tree) and environment variables by their own name. Every number must
+#: also be finite. The upper bounds keep a typo or a hostile project file from reaching a value that
+#: breaks a deadline or a thread (``threading`` refuses waits beyond ~292 years, sockets beyond that).
+RANGES: dict[str, tuple[float, float]] = {
+    "max_chunk_size": (1, 1_000_000),
+    "overlap_lines": (0, 10_000),
+    "batch_size": (0, 100_000),
+    "debounce_ms": (0, 3_600_000),  # one hour
+    "lock_timeout": (0, 86_400),  # one day
+    "timeout": (0, 86_400),
+    "min_interval_hours": (0, 87_600),  # ten years
+    "min_occurrences": (1, 1_000_000),
+    "top_k": (1, 1_000),
+    "idle_timeout": (1, 31_536_000),  # one year
+    "max_on_demand": (1, 1_000),
+    "MEMSEARCH_SERVICE_TIMEOUT": (0.01, 86_400),
+    "MEMSEARCH_SUMMARY_MAX_CHARS": (0, 100_000_000),
+    "MEMSEARCH_OPENCODE_TAIL_QUIET_MS": (0, 3_600_000),
+}
+
+
+class EnvVariable(NamedTuple):
+    """A ``MEMSEARCH_*`` variable holding a yes/no or a number (read by :mod:`.envvars`)."""
+
+    type: type
+    #: The :data:`RANGES` entry of a number: the setting it overrides, or the variable itself.
+    range: str = ""
+
+
+#: Every ``MEMSEARCH_*`` variable that holds a yes/no or a number. Paths and URLs are not here:
+#: they are text, checked where used.
+ENV_VARIABLES: dict[str, EnvVariable] = {
+    "MEMSEARCH_NO_SERVICE": EnvVariable(bool),
+    "MEMSEARCH_SERVICE_AUTOSTART": EnvVariable(bool),
+    "MEMSEARCH_SERVICE_TIMEOUT": EnvVariable(float, "MEMSEARCH_SERVICE_TIMEOUT"),
+    "MEMSEARCH_SERVICE_IDLE_TIMEOUT": EnvVariable(float, "idle_timeout"),
+    "MEMSEARCH_SERVICE_MAX_ON_DEMAND": EnvVariable(int, "max_on_demand"),
+    "MEMSEARCH_ONNX_CACHE": EnvVariable(bool),
+    "MEMSEARCH_DISABLE": EnvVariable(bool),
+    "MEMSEARCH_NO_WATCH": EnvVariable(bool),
+    "MEMSEARCH_HOOK_SYNC": EnvVariable(bool),
+    "MEMSEARCH_CODEX_NO_TRUST": EnvVariable(bool),
+    "MEMSEARCH_SUMMARY_MAX_CHARS": EnvVariable(int, "MEMSEARCH_SUMMARY_MAX_CHARS"),
+    "MEMSEARCH_OPENCODE_TAIL_QUIET_MS": EnvVariable(int, "MEMSEARCH_OPENCODE_TAIL_QUIET_MS"),
 }
 
 

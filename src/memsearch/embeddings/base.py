@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,31 @@ def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     check_batch_size(size)
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def is_finite(vector: Sequence[float]) -> bool:
+    """Whether every value of ``vector`` is a finite number (no NaN, no infinity, no non-number).
+
+    One C-level sum: NaN and infinities carry through it (inf - inf is NaN), so it costs ~2 µs for
+    384 values instead of a Python loop's ~20."""
+    try:
+        return math.isfinite(sum(vector))
+    except (TypeError, OverflowError):
+        return False
+
+
+def check_finite(vectors: Sequence[Sequence[float]], *, provider: str, model: str) -> None:
+    """Raise :class:`EmbeddingAPIError` naming ``provider`` when a vector has a NaN or infinite
+    value: such a vector matches nothing (every similarity with it is NaN) and must never reach
+    the embedding cache or the store, where it would outlive the fault that made it."""
+    bad = [i for i, vector in enumerate(vectors) if not is_finite(vector)]
+    if bad:
+        raise EmbeddingAPIError(
+            f"The {provider} embedding provider returned {len(bad)} of {len(vectors)} vectors with "
+            f"NaN or infinite values (model '{model}'); nothing was stored.",
+            hint="The model or its server is misbehaving: check embedding.model and the server "
+            "(for onnx, delete ~/.memsearch/onnx-optimized), then run the command again.",
+        )
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -220,7 +246,8 @@ class BatchingEmbedder(EmbeddingProvider):
         return out
 
     def _check(self, vectors: list[list[float]], expected: int) -> None:
-        """One vector per input, all of the model's dimension; learn the dimension if unknown."""
+        """One vector per input, all of the model's dimension and finite; learn the dimension if
+        unknown. The one check every built-in provider's vectors pass before anyone uses them."""
         if len(vectors) != expected:
             raise EmbeddingAPIError(
                 f"The {self.errors.label} embedding provider returned {len(vectors)} vectors "
@@ -240,6 +267,7 @@ class BatchingEmbedder(EmbeddingProvider):
                     hint="Check embedding.model; if the server changes the model's dimension, "
                     "re-create the index with memsearch reset.",
                 )
+        check_finite(vectors, provider=self.errors.label, model=self._model)
 
 
 class RemoteOptions(TypedDict, total=False):

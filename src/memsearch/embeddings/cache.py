@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -24,8 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from memsearch import private
 from memsearch.embeddings import EmbeddingProvider, as_provider
-from memsearch.embeddings.base import batched
+from memsearch.embeddings.base import batched, check_finite, is_finite
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ class EmbeddingCache:
 
     def _connect(self) -> sqlite3.Connection | None:
         if self._conn is None and not self._disabled:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._create_private()
             conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
             try:
                 conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -99,6 +102,26 @@ class EmbeddingCache:
                 raise
             self._conn = conn
         return self._conn
+
+    def _create_private(self) -> None:
+        """Create the file with mode 0600 (SQLite gives its -wal and -shm files the same mode), or
+        make an existing one 0600; refuse one that is not a regular file of ours (a link, a FIFO,
+        another user's), which turns the cache off. Checked on the opened descriptor, which never
+        follows a link and never blocks."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, private.FILE_MODE)
+        except OSError as exc:
+            raise sqlite3.OperationalError(f"cannot open the file safely: {exc.strerror or exc}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                raise sqlite3.OperationalError("not a regular file of yours")
+            if st.st_mode & 0o077:
+                os.fchmod(fd, private.FILE_MODE)
+        finally:
+            os.close(fd)
 
     def _failed(self, action: str, exc: sqlite3.Error) -> None:
         """Log a cache failure; a damaged file turns the cache off for this process."""
@@ -142,7 +165,9 @@ class EmbeddingCache:
                 )
                 for key, dim, blob in rows:
                     vector = _from_blob(blob)
-                    if len(vector) == dim:  # a torn or foreign row is a miss, not an error
+                    # A torn or foreign row, or one holding NaN (written before vectors were
+                    # checked), is a miss: the text is embedded again and the row replaced.
+                    if len(vector) == dim and is_finite(vector):
                         found[key] = vector
             return found
 
@@ -260,6 +285,11 @@ class CachedEmbedder(EmbeddingProvider):
         await self.provider.aclose()
         self.cache.close()
 
+    @property
+    def _provider_label(self) -> str:
+        errors = getattr(self.provider, "errors", None)
+        return str(getattr(errors, "label", None) or type(self.provider).__name__)
+
     def _sent_text(self, text: str) -> str:
         return self.provider.document_text(text)
 
@@ -284,6 +314,8 @@ class CachedEmbedder(EmbeddingProvider):
         missing = list(first_of.items())
         for chunk in batched(missing, self.batch_size):
             vectors = await self.provider.embed([texts[index] for _, index in chunk])
+            # Built-in providers check their vectors; a registered one may not: never cache NaN.
+            check_finite(vectors, provider=self._provider_label, model=self.model_name)
             # Rounded through float32 like stored vectors, so a hit equals the first result exactly.
             fresh = {
                 key: _from_blob(_to_blob(vector)) for (key, _), vector in zip(chunk, vectors, strict=True)
@@ -297,6 +329,7 @@ class CachedEmbedder(EmbeddingProvider):
             # Vectors of two dimensions under one model name (a server swapped the model): trust
             # only fresh vectors, and overwrite what the cache held.
             fresh_all: list[list[float]] = await self.provider.embed(texts)
+            check_finite(fresh_all, provider=self._provider_label, model=self.model_name)
             self.cache.put_many(namespace, zip(keys, fresh_all, strict=True))
             return fresh_all
         return result

@@ -23,7 +23,6 @@ people who use Vertex AI from a terminal have gcloud; a service account token ca
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import subprocess
 import threading
@@ -31,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from memsearch.callerenv import getenv
 from memsearch.embeddings.base import EMBEDDING, EmbeddingErrors
 from memsearch.embeddings.rest import RestEmbedder
 from memsearch.errors import EmbeddingAPIError, MissingAPIKeyError
@@ -74,7 +74,7 @@ _OAUTH_WORDING = dataclasses.replace(
 
 def vertex_requested() -> bool:
     """Whether ``GOOGLE_GENAI_USE_VERTEXAI`` asks for Vertex AI (``true`` or ``1``, any case)."""
-    return os.environ.get(VERTEX_ENV, "").strip().lower() in ("true", "1")
+    return getenv(VERTEX_ENV).strip().lower() in ("true", "1")
 
 
 @dataclass
@@ -118,10 +118,10 @@ class GoogleEmbedding(RestEmbedder):
         self._token = ""
         self._token_time = 0.0
         self._token_lock = threading.Lock()
-        project = os.environ.get(PROJECT_ENV, "").strip()
+        project = getenv(PROJECT_ENV).strip()
         explicit_key = bool(api_key)
         if not explicit_key and not project:
-            self.api_key = os.environ.get("GOOGLE_API_KEY", "").strip() or None
+            self.api_key = getenv("GOOGLE_API_KEY").strip() or None
         if explicit_key or (self.api_key and not project):  # express mode
             self.vertex = VertexMode(base_url.rstrip("/") if base_url else EXPRESS_BASE_URL)
             self.errors = EmbeddingErrors("Vertex AI", ("GOOGLE_API_KEY",))
@@ -134,7 +134,7 @@ class GoogleEmbedding(RestEmbedder):
                 f"from {TOKEN_ENV} or gcloud), or GOOGLE_API_KEY for Vertex AI express mode; or unset "
                 f"{VERTEX_ENV} to use the Gemini API.",
             )
-        location = os.environ.get(LOCATION_ENV, "").strip() or DEFAULT_LOCATION
+        location = getenv(LOCATION_ENV).strip() or DEFAULT_LOCATION
         host = (
             "aiplatform.googleapis.com" if location == "global" else f"{location}-aiplatform.googleapis.com"
         )
@@ -189,7 +189,7 @@ class GoogleEmbedding(RestEmbedder):
         return [list(map(float, item["values"])) for item in payload["embeddings"]]
 
     async def _embed_batch(self, conn: Any, texts: list[str], *, query: bool) -> list[list[float]]:
-        if self.vertex is None or not self.vertex.project or os.environ.get(TOKEN_ENV, "").strip():
+        if self.vertex is None or not self.vertex.project or getenv(TOKEN_ENV).strip():
             return await super()._embed_batch(conn, texts, query=query)
         try:
             return await super()._embed_batch(conn, texts, query=query)
@@ -204,7 +204,7 @@ class GoogleEmbedding(RestEmbedder):
     # --- the OAuth token -------------------------------------------------------------------
 
     def _access_token(self) -> str:
-        token = os.environ.get(TOKEN_ENV, "").strip()
+        token = getenv(TOKEN_ENV).strip()
         if token:
             return token
         with self._token_lock:

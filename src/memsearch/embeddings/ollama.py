@@ -8,10 +8,10 @@ and their query/document prefixes (nomic-embed-text is trained with ``search_que
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from memsearch.callerenv import getenv
 from memsearch.embeddings.base import EmbeddingErrors
 from memsearch.embeddings.rest import RestEmbedder
 from memsearch.http import ApiErrors
@@ -86,7 +86,7 @@ class OllamaEmbedding(RestEmbedder):
     def _resolve_base_url(self, base_url: str | None) -> str:
         if base_url:
             return base_url if "://" in base_url else "http://" + base_url
-        env = os.environ.get("OLLAMA_HOST", "").strip()
+        env = getenv("OLLAMA_HOST").strip()
         return host_from_env(env) if env else DEFAULT_HOST
 
     def _url(self) -> str:

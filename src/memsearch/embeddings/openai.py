@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
+from memsearch.callerenv import getenv
 from memsearch.embeddings.base import EmbeddingErrors, RemoteEmbedder
 from memsearch.http import ApiErrors, OpenAIClients, sdk_errors
 
@@ -39,7 +39,7 @@ class OpenAIEmbedding(RemoteEmbedder):
     api_errors: ClassVar[ApiErrors] = EmbeddingErrors("OpenAI", ("OPENAI_API_KEY",))
 
     def _resolve_base_url(self, base_url: str | None) -> str:
-        return base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL
+        return base_url or getenv("OPENAI_BASE_URL").strip() or DEFAULT_BASE_URL
 
     def _configure(self, *, base_url: str | None, api_key: str | None) -> None:
         self.custom_endpoint = self.base_url != DEFAULT_BASE_URL

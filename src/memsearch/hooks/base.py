@@ -50,7 +50,9 @@ def disabled(env: Mapping[str, str] | None = None) -> bool:
     Here beside :data:`DISABLE_ENV` rather than in the engine, so that the engine's actions (the
     OpenCode daemon among them) can ask it without importing the engine back.
     """
-    return (os.environ if env is None else env).get(DISABLE_ENV, "") == "1"
+    from memsearch.config.envvars import env_flag
+
+    return env_flag(DISABLE_ENV, env)
 
 
 @dataclass(frozen=True)
@@ -243,8 +245,19 @@ class HookContext:
     def memory_dir(self) -> Path:
         return self.memsearch_dir / "memory"
 
+    @property
+    def files_root(self) -> Path:
+        """The folder this project's memory files must stay inside to be read
+        (:mod:`memsearch.project_files`): the project, or ``MEMSEARCH_DIR`` when that is elsewhere."""
+        from memsearch.project_files import files_root
+
+        return files_root(self.project_dir, self.memsearch_dir)
+
     def flag(self, name: str) -> bool:
-        return self.env.get(name, "") not in ("", "0")
+        """A yes/no ``MEMSEARCH_*`` variable of the hook's environment (read strictly)."""
+        from memsearch.config.envvars import env_flag
+
+        return env_flag(name, self.env)
 
     @property
     def config(self) -> MemSearchConfig:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memsearch import journal
+from memsearch.framing import DATA_NOTE, frame
 from memsearch.hooks import processes
 from memsearch.hooks.base import NO_WATCH_ENV, Capture, HookContext, Reply, render_hook_json
 from memsearch.hooks.summarize import log, summarize_capture
@@ -170,7 +171,10 @@ def session_start(ctx: HookContext) -> Reply:
 
     skills_hint = candidates_hint(ctx.memsearch_dir)
     notes = [n for n in (index_warning(ctx), _start_background(ctx), skills_hint) if n]
-    context = journal.recent_memory(ctx.memory_dir, files=RECENT_FILES, max_lines=RECENT_LINES)
+    recent = journal.recent_memory(
+        ctx.memory_dir, files=RECENT_FILES, max_lines=RECENT_LINES, root=ctx.files_root
+    )
+    context = frame(recent, "recent journals") if recent else ""
     if context and "prompt-submit" not in ctx.platform.events:
         # A host with a prompt hook gets the hint with the prompt (once per turn), not here too.
         context += "\n\n" + ctx.platform.recall_hint
@@ -179,6 +183,8 @@ def session_start(ctx: HookContext) -> Reply:
         context = f"{context}\n\n{skills_hint}" if context else skills_hint
     standing = _maintenance(ctx)
     context = "\n\n".join(part for part in (context, standing) if part)
+    if recent or standing:  # journal text or PROJECT.md/USER.md: say once that it is data
+        context = f"{DATA_NOTE}\n\n{context}"
     return Reply(" | ".join([status, *notes]), context)
 
 
@@ -235,10 +241,11 @@ def store_flags(ctx: HookContext) -> str:
 
 
 def _format_hits(ctx: HookContext, hits: list[dict[str, Any]]) -> str:
-    lines = [
+    head = (
         "[memsearch] Memories that may be relevant (expand one with "
-        f"`memsearch expand <chunk_hash>{store_flags(ctx)}`):"
-    ]
+        f"`memsearch expand <chunk_hash>{store_flags(ctx)}`). {DATA_NOTE}"
+    )
+    lines: list[str] = []
     for hit in hits:
         source = str(hit.get("source", "")).rsplit("/", 1)[-1]
         heading = f" › {hit['heading']}" if hit.get("heading") else ""
@@ -246,7 +253,7 @@ def _format_hits(ctx: HookContext, hits: list[dict[str, Any]]) -> str:
         if len(snippet) > SNIPPET_CHARS:
             snippet = snippet[:SNIPPET_CHARS].rstrip() + " …"
         lines.append(f"- [{source}{heading}] {snippet} (chunk_hash {hit.get('chunk_hash', '')})")
-    return "\n".join(lines)
+    return head + "\n" + frame("\n".join(lines), "search hits")
 
 
 def prompt_submit(ctx: HookContext) -> Reply:

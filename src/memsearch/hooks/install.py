@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memsearch.config.envvars import env_flag
 from memsearch.errors import ConfigError
 from memsearch.files import atomic_write
 
@@ -277,7 +278,7 @@ def _trust_step(env: Mapping[str, str], home: Path, shim: str) -> str:
     from memsearch.hooks.codex_app import CodexAppError, codex_executable, trust_our_hooks
 
     skipped = "; Codex skips them until you " + TRUST_BY_HAND
-    if env.get(NO_TRUST_ENV, "") not in ("", "0"):
+    if env_flag(NO_TRUST_ENV, env):
         return f"NOTE: hooks not trusted by the installer ({NO_TRUST_ENV} is set){skipped}"
     codex = codex_executable(env)
     if codex is None:

@@ -189,10 +189,10 @@ def pending_turns(
 
 
 def _quiet_ms(env: Mapping[str, str]) -> int:
-    try:
-        return max(0, int(env.get(QUIET_ENV, "")))
-    except ValueError:
-        return DEFAULT_QUIET_MS
+    from memsearch.config.envvars import env_number
+
+    value = env_number(QUIET_ENV, env)
+    return DEFAULT_QUIET_MS if value is None else int(value)
 
 
 def run_pass(

@@ -263,9 +263,9 @@ MAX_CHARS_ENV = "MEMSEARCH_SUMMARY_MAX_CHARS"
 
 def summary_input(ctx: HookContext, capture: Capture) -> str:
     """The rendered turn, cut to the platform's budget (or ``MEMSEARCH_SUMMARY_MAX_CHARS``)."""
-    budget = ctx.platform.max_summary_chars
-    with contextlib.suppress(ValueError):
-        budget = int(ctx.env.get(MAX_CHARS_ENV, "")) or budget
+    from memsearch.config.envvars import env_number
+
+    budget = int(env_number(MAX_CHARS_ENV, ctx.env) or ctx.platform.max_summary_chars)
     return clip_middle(capture.transcript, budget)
 
 

@@ -3,10 +3,10 @@ hints), :class:`ApiErrors` built from it, the API key lookup, and the limits eve
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from memsearch.callerenv import getenv
 from memsearch.errors import MemSearchError
 
 #: How long to wait for a TCP (and TLS) connection: an endpoint that is not there fails fast.
@@ -114,7 +114,7 @@ def resolve_api_key(explicit: str | None, errors: ApiErrors, *, required: bool =
     if explicit:
         return explicit
     for name in errors.key_envs:
-        value = os.environ.get(name, "").strip()
+        value = getenv(name).strip()
         if value:
             return value
     if required:

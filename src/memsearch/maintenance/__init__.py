@@ -68,6 +68,7 @@ from memsearch.maintenance.common import (
     STATE_FILE,
     TOOL_NAME,
     TOOL_TIMEOUT,
+    root_of,
 )
 from memsearch.maintenance.model import HOST_PREAMBLE, ask_model
 from memsearch.maintenance.prompt import build_prompt, parse_answer, recent_journals
@@ -77,6 +78,7 @@ from memsearch.maintenance.state import (
     check_due,
     input_digest,
     input_stamp,
+    journal_paths,
     load_state,
     resolve_path,
     run_lock,
@@ -129,11 +131,13 @@ __all__ = [
     "index_files",
     "input_digest",
     "input_stamp",
+    "journal_paths",
     "load_state",
     "lock_held",
     "parse_answer",
     "recent_journals",
     "resolve_path",
+    "root_of",
     "run_lock",
     "run_memory_command",
     "run_tasks",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.errors import MemoryCommandRefusedError
+from memsearch.journal import TRANSCRIPT_FIELDS
 from memsearch.maintenance.common import (
     MAX_COMMAND_CHARS,
     MAX_QUERY_CHARS,
@@ -23,7 +24,9 @@ from memsearch.maintenance.common import (
     MAX_TOOL_OUTPUT,
     TOOL_TIMEOUT,
     read_text,
+    root_of,
 )
+from memsearch.project_files import MAX_JOURNAL_BYTES
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
@@ -38,7 +41,8 @@ if TYPE_CHECKING:
 @dataclass
 class MemoryScope:
     """What a model's lookups may touch: this project's collection and the conversations its
-    journals name (``transcript:``/``rollout:``/``db:`` anchors), and how many calls are left."""
+    journals name (``transcript:``/``rollout:``/``db:`` anchors) that memsearch itself named there
+    (:mod:`memsearch.written`), and how many calls are left."""
 
     project_dir: Path
     collection: str
@@ -47,22 +51,23 @@ class MemoryScope:
 
     @classmethod
     def of(cls, ctx: HookContext, input_dir: Path) -> MemoryScope:
-        return cls(ctx.project_dir, ctx.collection, anchored_transcripts(input_dir))
+        from memsearch import written
+
+        named = anchored_transcripts(input_dir, root_of(ctx, input_dir, folder=True))
+        return cls(ctx.project_dir, ctx.collection, named & written.recorded_transcripts(ctx.memory_dir))
 
 
-#: Anchor fields that name a conversation file.
-TRANSCRIPT_FIELDS = ("transcript", "rollout", "db")
+def anchored_transcripts(input_dir: Path, root: Path | None = None) -> frozenset[str]:
+    """Resolved paths of the conversation files that the journals under ``input_dir`` name.
 
-
-def anchored_transcripts(input_dir: Path) -> frozenset[str]:
-    """Resolved paths of the conversation files that the journals under ``input_dir`` name."""
+    An anchor in a journal proves nothing (a cloned repository's journal can name any file), so
+    :meth:`MemoryScope.of` keeps only those memsearch recorded when it wrote the anchor."""
     from memsearch.journal import parse_anchor_fields
+    from memsearch.maintenance.state import journal_paths
 
     found: set[str] = set()
-    if not input_dir.is_dir():
-        return frozenset()
-    for path in input_dir.rglob("*.md"):
-        for line in read_text(path).splitlines():
+    for path in journal_paths(input_dir, root):
+        for line in read_text(path, root or input_dir, max_bytes=MAX_JOURNAL_BYTES).splitlines():
             if "<!--" not in line:
                 continue
             fields = parse_anchor_fields(line) or {}
@@ -257,6 +262,10 @@ def run_memory_command(command: str, scope: MemoryScope) -> str:
         out = (out + "\n" + proc.stderr.decode("utf-8", errors="replace")).strip()
     if len(out) > MAX_TOOL_OUTPUT:
         out = out[:MAX_TOOL_OUTPUT] + f"\n…[{len(out) - MAX_TOOL_OUTPUT} characters left out]"
+    if proc.returncode == 0 and out:  # memory and conversations: data, framed as such
+        from memsearch.framing import frame
+
+        return frame(out, f"memsearch {args[0]}")
     return out or "(no output)"
 
 

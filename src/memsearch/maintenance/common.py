@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsearch.files import atomic_write
+from memsearch.project_files import MAX_SMALL_FILE_BYTES, is_inside, read_project_text
+
+if TYPE_CHECKING:
+    from memsearch.hooks.base import HookContext
 
 STATE_FILE = ".maintenance-state.json"
 LOCK_FILE = ".maintenance.lock"
@@ -46,11 +50,20 @@ TOOL_NAME = "run_memory_command"
 # --- small helpers ----------------------------------------------------------------------------
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+def read_text(path: Path, root: Path, *, max_bytes: int = MAX_SMALL_FILE_BYTES) -> str:
+    """A project file's text (journal, PROJECT.md, USER.md) when it is a regular file inside
+    ``root`` and within ``max_bytes``; "" otherwise (:mod:`memsearch.project_files`)."""
+    return read_project_text(path, root, max_bytes=max_bytes)
+
+
+def root_of(ctx: HookContext, path: Path, *, folder: bool = False) -> Path:
+    """The folder ``path`` (a task's file, or its input folder with ``folder``) must stay inside
+    when read: the project's (``ctx.files_root``) when the path is there, else the folder the
+    user's own config named."""
+    root = ctx.files_root
+    if is_inside(path, root, resolve=False):
+        return root
+    return path if folder else path.parent
 
 
 def write_text(path: Path, text: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.errors import MaintenanceError
+from memsearch.framing import DATA_NOTE
 from memsearch.maintenance.common import (
     JOURNAL_FILES,
     MAX_PROMPT_CHARS,
@@ -16,7 +17,10 @@ from memsearch.maintenance.common import (
     TOOL_NAME,
     one_line,
     read_text,
+    root_of,
 )
+from memsearch.maintenance.state import journal_paths
+from memsearch.project_files import MAX_JOURNAL_BYTES
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
@@ -28,28 +32,39 @@ if TYPE_CHECKING:
 # --- the prompt -------------------------------------------------------------------------------
 
 
-def recent_journals(input_dir: Path, budget: int, files: int = JOURNAL_FILES) -> str:
-    """The newest ``files`` markdown files under ``input_dir``, oldest first, each after a
-    ``<!-- journal: name -->`` line; when longer than ``budget`` the oldest text is cut (the newest
-    entries always survive). Bytes that are not UTF-8 are replaced, never fatal."""
+def recent_journals(
+    input_dir: Path, budget: int, files: int = JOURNAL_FILES, root: Path | None = None
+) -> str:
+    """The newest ``files`` journals under ``input_dir`` (regular files inside ``root``, default
+    ``input_dir``), oldest first, each framed as data (:func:`memsearch.framing.frame`, labelled
+    with its name); when longer than ``budget`` the oldest journals are left out or cut from the
+    front (the newest entries always survive). Bytes that are not UTF-8 are replaced, never fatal."""
+    from memsearch.framing import frame
+
+    inside = root or input_dir
     found: list[tuple[float, str, Path]] = []
-    if input_dir.is_dir():
-        for path in input_dir.rglob("*.md"):
-            with contextlib.suppress(OSError):
-                if path.is_file():
-                    found.append((path.stat().st_mtime, path.name, path))
+    for path in journal_paths(input_dir, inside):
+        with contextlib.suppress(OSError):
+            found.append((path.lstat().st_mtime, path.name, path))
     found.sort()
-    parts = []
-    for _, _, path in found[-files:] if files > 0 else []:
-        text = read_text(path)
-        parts.append(f"<!-- journal: {path.relative_to(input_dir).as_posix()} -->\n{text.strip()}\n")
-    text = "\n".join(parts)
-    if len(text) <= budget:
-        return text
-    if budget <= 0:
-        return ""
-    marker = "[older journal text left out]\n"
-    return (marker + text[-(budget - len(marker)) :]) if budget > len(marker) else text[-budget:]
+    parts: list[str] = []
+    used = 0
+    for _, _, path in reversed(found[-files:] if files > 0 else []):
+        text = read_text(path, inside, max_bytes=MAX_JOURNAL_BYTES).strip()
+        name = path.relative_to(input_dir).as_posix()
+        framed = frame(text, name) + "\n"
+        room = budget - used
+        if len(framed) > room:
+            marker = "[older journal text left out]\n"
+            keep = room - len(frame("", name)) - len(marker) - 1
+            if keep > 0:
+                parts.append(marker + frame(text[-keep:], name) + "\n")
+            elif not parts and budget > 0:
+                parts.append(marker)
+            break
+        parts.append(framed)
+        used += len(framed)
+    return "".join(reversed(parts))
 
 
 def _tools_note(tools: bool) -> str:
@@ -88,10 +103,11 @@ def build_prompt(run: TaskRun, *, tools: bool, limit: int = MAX_PROMPT_CHARS) ->
         template += "\n" + note.strip() + "\n"
     current = run.task.current(run)
     budget = limit - len(template) - len(current) - 200
-    journals = recent_journals(run.input_dir, max(0, budget))
+    root = root_of(ctx, run.input_dir, folder=True)
+    journals = recent_journals(run.input_dir, max(0, budget - len(DATA_NOTE)), root=root)
     return (
         f"{template.rstrip()}\n\n## {run.task.current_title}\n\n{current}\n\n"
-        f"## Recent memory journals\n\n{journals.strip() or '(no journals)'}\n"
+        f"## Recent memory journals\n\n{DATA_NOTE}\n\n{journals.strip() or '(no journals)'}\n"
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.errors import MemSearchError
+from memsearch.maintenance.common import root_of
 from memsearch.maintenance.model import ask_model
 from memsearch.maintenance.prompt import build_prompt, parse_answer
 from memsearch.maintenance.session import index_files
@@ -77,13 +78,14 @@ def _run_one(
     if not settings.enabled and not explicit:
         return Outcome(task.name, "disabled")
     input_dir, output = task_paths(ctx, task, settings)
-    digest = input_digest(input_dir)
+    root = root_of(ctx, input_dir, folder=True)
+    digest = input_digest(input_dir, root)
     key = state_key(ctx.platform.name, task.name)
     entry = state.get(key, {})
     due, why = check_due(settings, entry, digest, force=force)
     if not due:
         return Outcome(task.name, "skip", why)
-    stamp = input_stamp(input_dir)
+    stamp = input_stamp(input_dir, root)
     run = TaskRun(task, ctx, settings, input_dir, output, digest)
     try:
         raw = ask(run, lambda tools, limit: build_prompt(run, tools=tools, limit=limit))

@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsearch.errors import MemSearchError
-from memsearch.maintenance.common import CONTEXT_CHARS, LOCK_FILE, LOG_FILE, LOG_MAX, read_text
+from memsearch.maintenance.common import (
+    CONTEXT_CHARS,
+    LOCK_FILE,
+    LOG_FILE,
+    LOG_MAX,
+    read_text,
+    root_of,
+)
 from memsearch.maintenance.state import (
     check_due,
     input_digest,
@@ -61,9 +68,12 @@ def due_tasks(ctx: HookContext) -> list[str]:
         if not check_due(settings, entry, None)[0]:
             continue  # the interval has not passed: no need to read the journals
         input_dir, _ = task_paths(ctx, task, settings)
-        if entry.get("last_action") != "error" and entry.get("last_input_stamp") == input_stamp(input_dir):
+        root = root_of(ctx, input_dir, folder=True)
+        if entry.get("last_action") != "error" and entry.get("last_input_stamp") == input_stamp(
+            input_dir, root
+        ):
             continue  # the journals are untouched since the last success: no need to hash them
-        if check_due(settings, entry, input_digest(input_dir))[0]:
+        if check_due(settings, entry, input_digest(input_dir, root))[0]:
             names.append(task.name)
     return names
 
@@ -95,12 +105,16 @@ def start_due_tasks(ctx: HookContext) -> int | None:
 
 def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:
     """PROJECT.md and USER.md (where ``project_review``/``user_profile`` write them) for the model,
-    together within ``budget`` characters; a cut file says where the rest is. "" when neither exists."""
+    each framed as data (:mod:`memsearch.framing`), together within ``budget`` characters; a cut
+    file says where the rest is. "" when neither exists. Each is read only when it is a regular
+    file inside the project (never a symbolic link a repository shipped, never a FIFO)."""
+    from memsearch.framing import frame
+
     files: list[tuple[str, Path, str]] = []
     for name in ("project_review", "user_profile"):
         task = TASKS[name]
         _, path = task_paths(ctx, task, task_settings(ctx, name))
-        text = read_text(path).strip()
+        text = read_text(path, root_of(ctx, path)).strip()
         if text:
             files.append((Path(task.default_output).name, path, text))
     parts: list[str] = []
@@ -108,7 +122,7 @@ def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:
     for index, (label, path, text) in enumerate(files):
         share = left // (len(files) - index)
         head = f"[memsearch] {label} ({path}):\n"
-        room = share - len(head)
+        room = share - len(head) - len(frame("", label))
         if room <= 0:
             continue
         if len(text) > room:
@@ -116,6 +130,7 @@ def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:
             cut = text[: max(0, room - len(tail))]
             cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
             text = cut.rstrip() + tail
-        parts.append(head + text)
-        left -= len(head) + len(text)
+        part = head + frame(text, label)
+        parts.append(part)
+        left -= len(part)
     return "\n\n".join(parts)

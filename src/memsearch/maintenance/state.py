@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.maintenance.common import LOCK_FILE, RETRY_AFTER_HOURS, STATE_FILE, write_text
+from memsearch.project_files import MAX_JOURNAL_BYTES, project_files, read_project_bytes
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
@@ -54,34 +55,45 @@ def task_paths(ctx: HookContext, task: Task, settings: TaskSettings) -> tuple[Pa
     return input_dir, resolve_path(raw, ctx.project_dir, ctx.memsearch_dir)
 
 
-def input_digest(input_dir: Path) -> str:
-    """A digest of every markdown file under ``input_dir`` (names and bytes): the journals changed
+def journal_paths(input_dir: Path, root: Path | None = None) -> list[Path]:
+    """The markdown files under ``input_dir`` a task reads, by name: regular files inside ``root``
+    (default ``input_dir``) only; a symbolic link or a FIFO a repository shipped is skipped with a
+    warning (:mod:`memsearch.project_files`)."""
+    if not input_dir.is_dir():
+        return []
+    try:
+        found = sorted(input_dir.rglob("*.md"))
+    except OSError:
+        return []
+    return project_files(found, root or input_dir)
+
+
+def input_digest(input_dir: Path, root: Path | None = None) -> str:
+    """A digest of every journal under ``input_dir`` (names and bytes): the journals changed
     exactly when it changes. A touched but unchanged file keeps it."""
     digest = hashlib.sha256()
     if not input_dir.is_dir():
         return "sha256:empty"
-    for path in sorted(input_dir.rglob("*.md")):
-        with contextlib.suppress(OSError):
-            if not path.is_file():
-                continue
-            data = path.read_bytes()
-            digest.update(f"{path.relative_to(input_dir).as_posix()}\0{len(data)}\0".encode())
-            digest.update(data)
+    for path in journal_paths(input_dir, root):
+        data = read_project_bytes(path, root or input_dir, max_bytes=MAX_JOURNAL_BYTES)
+        if data is None:
+            continue
+        digest.update(f"{path.relative_to(input_dir).as_posix()}\0{len(data)}\0".encode())
+        digest.update(data)
     return f"sha256:{digest.hexdigest()}"
 
 
-def input_stamp(input_dir: Path) -> str:
+def input_stamp(input_dir: Path, root: Path | None = None) -> str:
     """A cheap fingerprint of the journals (names, sizes, modification times; no reading): when it
     equals the one recorded at the last success, the journals are untouched and the hook need not
     hash them."""
     digest = hashlib.sha256()
-    if input_dir.is_dir():
-        for path in sorted(input_dir.rglob("*.md")):
-            with contextlib.suppress(OSError):
-                st = path.stat()
-                digest.update(
-                    f"{path.relative_to(input_dir).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode()
-                )
+    for path in journal_paths(input_dir, root):
+        with contextlib.suppress(OSError):
+            st = path.lstat()
+            digest.update(
+                f"{path.relative_to(input_dir).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode()
+            )
     return f"stat:{digest.hexdigest()}"
 
 

@@ -15,6 +15,7 @@ from memsearch.maintenance.common import (
     count_of,
     one_line,
     read_text,
+    root_of,
     sources_of,
     write_text,
 )
@@ -90,8 +91,10 @@ class Task:
 
 
 def _current_file(run: TaskRun) -> str:
-    text = read_text(run.output)
-    return f"```markdown\n{text.strip()}\n```" if text.strip() else "(the file does not exist yet)"
+    from memsearch.framing import frame
+
+    text = read_text(run.output, root_of(run.ctx, run.output))
+    return frame(text, run.output.name) if text.strip() else "(the file does not exist yet)"
 
 
 def _apply_file(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
@@ -113,7 +116,7 @@ def _apply_file(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
             f"{MAX_OUTPUT_CHARS:,} are accepted)."
         )
     text = content.strip() + "\n"
-    if read_text(run.output) == text:
+    if read_text(run.output, root_of(run.ctx, run.output)) == text:
         return Outcome(run.task.name, "none", reason or "the new text is the same as the old")
     write_text(run.output, text)
     return Outcome(run.task.name, "replace", reason, (str(run.output),))
@@ -121,6 +124,7 @@ def _apply_file(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
 
 def _current_skills(run: TaskRun) -> str:
     from memsearch import skills
+    from memsearch.framing import frame
 
     blocks = []
     for candidate in skills.list_candidates(run.ctx.memsearch_dir):
@@ -131,7 +135,8 @@ def _current_skills(run: TaskRun) -> str:
         if len(body) > 2_000:
             body = body[:2_000] + "\n…[rest left out]"
         blocks.append(
-            f"### {candidate.slug} ({candidate.status})\n{candidate.description}\n\n```markdown\n{body}\n```"
+            f"### {candidate.slug} ({candidate.status})\n"
+            + frame(f"{candidate.description}\n\n{body}", f"{candidate.slug}/SKILL.md")
         )
     return "\n\n".join(blocks) or "(none yet)"
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memsearch.callerenv import snapshot
 from memsearch.errors import (
     ServiceError,
     ServiceGoneError,
@@ -57,6 +58,12 @@ NO_SERVICE_ENV = "MEMSEARCH_NO_SERVICE"
 #: Seconds a client waits for the first (and each next) byte from the service before giving up.
 TIMEOUT_ENV = "MEMSEARCH_SERVICE_TIMEOUT"
 DEFAULT_CLIENT_TIMEOUT = 5.0
+#: Heartbeats prove the service alive, not that a request progresses: a read (a search, an
+#: expand, a count) waits through them at most this many times the timeout in all (a cold engine
+#: loads its model meanwhile), then gives up. Writes wait as long as heartbeats come (each step
+#: of an index run has its own deadline: embedding.timeout, milvus.lock_timeout).
+READ_PATIENCE = 6
+READS = frozenset({"search", "expand", "count", "query"})
 #: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
 _MAX_SOCKET_PATH = 100
 CONNECT_TIMEOUT = 2.0
@@ -68,12 +75,16 @@ def client_timeout() -> float:
     The service answers within milliseconds, or sends a heartbeat every second while it works; a
     silent service is stopped (SIGSTOP) or hung, and waiting longer would only hang the agent.
     """
-    raw = os.environ.get(TIMEOUT_ENV, "")
-    try:
-        value = float(raw) if raw.strip() else DEFAULT_CLIENT_TIMEOUT
-    except ValueError:
-        return DEFAULT_CLIENT_TIMEOUT
-    return value if value > 0 else DEFAULT_CLIENT_TIMEOUT
+    from memsearch.config.envvars import env_number
+
+    return env_number(TIMEOUT_ENV) or DEFAULT_CLIENT_TIMEOUT
+
+
+def no_service() -> bool:
+    """``MEMSEARCH_NO_SERVICE`` is a yes: every command opens its store itself."""
+    from memsearch.config.envvars import env_flag
+
+    return env_flag(NO_SERVICE_ENV)
 
 
 _warned: set[str] = set()
@@ -99,6 +110,15 @@ def _process_state(pid: object) -> str:
 
 
 # --- client ---------------------------------------------------------------------------------
+
+#: Requests that use no engine, so carry no credentials.
+_MANAGEMENT = frozenset({"ping", "stop"})
+
+
+def _caller_env(op: str) -> dict[str, Any]:
+    """What a request carries so that the owner serves it with this process's own credentials and
+    endpoints, never its own (``memsearch.callerenv``)."""
+    return {} if op in _MANAGEMENT else {"env": snapshot()}
 
 
 class ServiceClient:
@@ -168,7 +188,7 @@ class ServiceClient:
         the service sends a heartbeat every second while it works, so a long ``index`` is fine
         and a stopped service is noticed within the deadline.
         """
-        data = encode({"op": op, "settings": settings, "args": args})
+        data = encode({"op": op, "settings": settings, "args": args, **_caller_env(op)})
         if len(data) > MAX_REQUEST_BYTES:
             raise ServiceRequestError(
                 f"this request is {len(data):,} bytes; the memory service accepts at most "
@@ -176,18 +196,25 @@ class ServiceClient:
                 hint="shorten the query or text, or set MEMSEARCH_NO_SERVICE=1 to run it directly",
             )
         wait = client_timeout() if timeout is None else timeout
+        patience = wait * READ_PATIENCE if op in READS else None
         with self.connection() as sock:
             sock.settimeout(wait)
             with contextlib.suppress(OSError):  # refused (busy) or died: its answer, if any, waits
                 sock.sendall(data)
-            reply = self._read_reply(sock, Lines(sock), wait)
+            reply = self._read_reply(sock, Lines(sock), wait, patience, op)
         if reply.get("ok"):
             return reply.get("result")
         raise error_from_payload(reply.get("error") or {})
 
-    def _read_reply(self, sock: socket.socket, lines: Lines, wait: float) -> dict[str, Any]:
-        """The next message that is not a heartbeat, or one of our errors."""
+    def _read_reply(
+        self, sock: socket.socket, lines: Lines, wait: float, patience: float | None = None, op: str = ""
+    ) -> dict[str, Any]:
+        """The next message that is not a heartbeat, or one of our errors: after ``wait`` seconds
+        of silence, or ``patience`` seconds of heartbeats without an answer."""
+        started = time.monotonic()
         while True:
+            if patience is not None and time.monotonic() - started > patience:
+                raise self._stuck(wait, working=(op, patience))
             try:
                 line = lines.next_line()
             except TimeoutError:
@@ -208,8 +235,16 @@ class ServiceClient:
                 continue
             return message
 
-    def _stuck(self, wait: float) -> ServiceTimeoutError:
+    def _stuck(self, wait: float, working: tuple[str, float] | None = None) -> ServiceTimeoutError:
         pid = read_info(self.paths).get("pid")
+        if working is not None:
+            op, patience = working
+            return ServiceTimeoutError(
+                f"{self._describe()} has been working on this {op} for {patience:g} s without an "
+                "answer (it is alive, but the request may hang in it)",
+                hint="run it again; if it keeps hanging, restart the service with `memsearch service "
+                f"stop`; {TIMEOUT_ENV} sets how long to wait (a read waits {READ_PATIENCE} times that)",
+            )
         if pid is None:
             hint = "stop the process serving it; commands then open the store themselves"
         elif _process_state(pid) in ("T", "t"):
@@ -247,7 +282,9 @@ class ServiceClient:
                 on_connect(sock)
             sock.settimeout(wait)
             with contextlib.suppress(OSError):
-                sock.sendall(encode({"op": "watch", "settings": settings, "args": args}))
+                sock.sendall(
+                    encode({"op": "watch", "settings": settings, "args": args, **_caller_env("watch")})
+                )
             lines = Lines(sock)
             while True:
                 message = self._read_reply(sock, lines, wait)
@@ -292,7 +329,7 @@ def probe(uri: str) -> ServiceClient | str | None:
     """:func:`connect`, telling apart why there is no client: None when no service runs (this
     process may become the owner), :data:`UNTRUSTED` when the run files are unsafe or broken (it
     must not: it opens the store without serving it)."""
-    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+    if no_service():
         return None
     paths = service_paths(uri)
     try:

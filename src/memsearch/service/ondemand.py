@@ -35,8 +35,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsearch.config.envvars import env_flag, env_number
 from memsearch.errors import MemSearchError, UnsafeRunDirError
-from memsearch.service.client import NO_SERVICE_ENV, ServiceClient, connect, warn_once
+from memsearch.service.client import ServiceClient, connect, no_service, warn_once
 from memsearch.service.paths import is_dir, lock_is_held, private_dir, service_paths
 
 if TYPE_CHECKING:
@@ -58,41 +59,25 @@ LITE_COLLECTIONS = "collections"
 LITE_SCHEMA = "schema.json"
 LITE_ALIASES = "aliases.json"
 
-_FALSE = ("0", "false", "no", "off")
-_TRUE = ("1", "true", "yes", "on")
-
 
 def autostart_enabled(configured: bool = True) -> bool:
     """``MEMSEARCH_SERVICE_AUTOSTART`` when set to a yes/no word, else ``configured``; never with
     ``MEMSEARCH_NO_SERVICE`` (which keeps every command off the service)."""
-    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
-        return False
-    raw = os.environ.get(AUTOSTART_ENV, "").strip().lower()
-    if raw in _FALSE:
-        return False
-    if raw in _TRUE:
-        return True
-    return configured
+    return not no_service() and env_flag(AUTOSTART_ENV, default=configured)
 
 
 def idle_timeout(configured: float = DEFAULT_IDLE_TIMEOUT) -> float:
-    """``MEMSEARCH_SERVICE_IDLE_TIMEOUT`` when it is a positive number, else ``configured``."""
-    raw = os.environ.get(IDLE_ENV, "").strip()
-    with contextlib.suppress(ValueError):
-        value = float(raw)
-        if value > 0:
-            return value
-    return configured
+    """``MEMSEARCH_SERVICE_IDLE_TIMEOUT`` when set (checked against ``service.idle_timeout``'s
+    range), else ``configured``."""
+    value = env_number(IDLE_ENV)
+    return configured if value is None else float(value)
 
 
 def max_on_demand(configured: int = DEFAULT_MAX_ON_DEMAND) -> int:
-    """``MEMSEARCH_SERVICE_MAX_ON_DEMAND`` when it is a whole number of at least 1, else ``configured``."""
-    raw = os.environ.get(MAX_ON_DEMAND_ENV, "").strip()
-    with contextlib.suppress(ValueError):
-        value = int(raw)
-        if value >= 1:
-            return value
-    return configured
+    """``MEMSEARCH_SERVICE_MAX_ON_DEMAND`` when set (checked against ``service.max_on_demand``'s
+    range), else ``configured``."""
+    value = env_number(MAX_ON_DEMAND_ENV)
+    return configured if value is None else int(value)
 
 
 def start_for(cfg: MemSearchConfig) -> ServiceClient | None:

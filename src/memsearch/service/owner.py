@@ -23,16 +23,21 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from memsearch.errors import MemSearchError, ServiceGoneError, ServiceRunningError, ServiceUnavailableError
+from memsearch.errors import (
+    MemSearchError,
+    PrivatePathError,
+    ServiceGoneError,
+    ServiceRunningError,
+    ServiceUnavailableError,
+)
 from memsearch.ownership import HERE
-from memsearch.service.client import NO_SERVICE_ENV, UNTRUSTED, ServiceClient, probe, warn_once
+from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
 from memsearch.service.paths import lock_is_held, service_paths, store_key
 
 if TYPE_CHECKING:
@@ -82,6 +87,8 @@ def _claim(uri: str, holder: object, engine: Engine) -> bool:
             service.acquire()
         except ServiceRunningError:
             return False
+        except PrivatePathError:  # ~/.memsearch itself is unusable: so is everything after this
+            raise
         except MemSearchError as exc:
             warn_once(f"{exc.one_line()} (not using the memory service)")
             return True
@@ -144,7 +151,7 @@ def owner(
     starting or stopping) is waited for, up to
     :data:`HANDOVER_TIMEOUT`.
     """
-    if os.environ.get(NO_SERVICE_ENV, "") not in ("", "0"):
+    if no_service():
         return None
     with _lock:
         entry = _owned.get(store_key(uri))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch import files
-from memsearch.errors import UnsafeRunDirError
+from memsearch.errors import PrivatePathError, UnsafeRunDirError
 
 #: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
 _MAX_SOCKET_PATH = 100
@@ -65,19 +65,12 @@ def service_paths(uri: str, home: Path | None = None) -> ServicePaths:
 
 
 def _dir_problem(path: Path) -> str | None:
-    """Why ``path`` is not a safe run folder (None when it is one): it must be a real directory
-    (not a symlink), owned by us, with no group/other permissions. Uses ``lstat``: never follows
-    a link. Raises FileNotFoundError when it does not exist."""
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        return "is a symbolic link"
-    if not stat.S_ISDIR(st.st_mode):
-        return "is not a directory"
-    if st.st_uid != os.getuid():
-        return f"is owned by uid {st.st_uid}, not by you (uid {os.getuid()})"
-    if st.st_mode & 0o077:
-        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700 (other users can reach it)"
-    return None
+    """Why ``path`` is not a safe run folder (None when it is one): a real directory (not a
+    symlink), owned by us, with no group/other permissions (``memsearch.private.dir_problem``,
+    never following a link). Raises FileNotFoundError when it does not exist."""
+    from memsearch import private  # not at import: the client loads only what it needs
+
+    return private.dir_problem(path)
 
 
 def _unsafe_dir_error(path: Path, problem: str) -> UnsafeRunDirError:
@@ -92,20 +85,33 @@ def _unsafe_dir_error(path: Path, problem: str) -> UnsafeRunDirError:
 
 
 def private_dir(path: Path) -> None:
-    """Create ``path`` with mode 0700 if it is missing, then insist it is a safe run folder."""
+    """Create ``path`` with mode 0700 if it is missing, then insist it is a safe run folder.
+    Under ``~/.memsearch``, that folder is made private first (``memsearch.private.home``); a
+    folder that cannot be created is one :class:`~memsearch.errors.PrivatePathError`."""
+    from memsearch import private
+    from memsearch.config import memsearch_home
+
+    if path.parent == memsearch_home():
+        private.home()
     try:
-        problem = _dir_problem(path)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):  # a racing process may create it: checked below
-            os.mkdir(path, 0o700)
-            # mkdir applies the umask, which only removes bits; make sure we can use it ourselves.
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            try:
-                os.fchmod(fd, 0o700)
-            finally:
-                os.close(fd)
-        problem = _dir_problem(path)
+        try:
+            problem = _dir_problem(path)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # a racing process may create it: checked below
+                os.mkdir(path, 0o700)
+                # mkdir applies the umask, which only removes bits; make sure we can use it ourselves.
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                try:
+                    os.fchmod(fd, 0o700)
+                finally:
+                    os.close(fd)
+            problem = _dir_problem(path)
+    except OSError as exc:  # a file where a folder should be, a parent we may not write to
+        raise PrivatePathError(
+            f"Cannot use {path} for the memory service: {exc.strerror or exc}",
+            hint=f"Check that {path.parent} is a folder you can write to (and that no file is in the way).",
+        ) from None
     if problem is not None:
         raise _unsafe_dir_error(path, problem)
 

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from memsearch import errors
+from memsearch.callerenv import checked
 from memsearch.errors import MemSearchError, ServiceError, ServiceRequestError
 
 # Limits: whatever a client sends, one request costs the service bounded memory and time.
@@ -177,8 +178,9 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
 
 
 def parse_request(line: bytes) -> dict[str, Any]:
-    """A request line as ``{"op", "settings", "args"}``, checked against :data:`ARGS` and the
-    limits; ServiceRequestError says what is wrong (and the connection stays usable)."""
+    """A request line as ``{"op", "settings", "args", "env"}``, checked against :data:`ARGS` and the
+    limits; ServiceRequestError says what is wrong (and the connection stays usable). ``env`` is
+    the caller's credential variables (``memsearch.callerenv``; none when it sent none)."""
 
     def bad(why: str) -> ServiceRequestError:
         return ServiceRequestError(
@@ -203,6 +205,9 @@ def parse_request(line: bytes) -> dict[str, Any]:
     args = request.get("args") or {}
     if not isinstance(settings, dict) or not isinstance(args, dict):
         raise bad("'settings' and 'args' must be objects")
+    env = checked(request.get("env") or {})
+    if env is None:
+        raise bad("'env' must map variable names of memsearch's providers to strings")
     paths = settings.get("paths", [])
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise bad("'settings.paths' must be a list of strings")
@@ -230,4 +235,4 @@ def parse_request(line: bytes) -> dict[str, Any]:
     context_lines = args.get("context_lines")
     if context_lines is not None and not 0 <= context_lines <= MAX_CONTEXT_LINES:
         raise bad(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}")
-    return {"op": op, "settings": settings, "args": args}
+    return {"op": op, "settings": settings, "args": args, "env": env}

@@ -22,10 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from memsearch.callerenv import as_caller, digest, snapshot
 from memsearch.errors import (
     MemSearchError,
     ServiceBusyError,
     ServiceError,
+    ServiceGoneError,
     ServiceRequestError,
     ServiceRunningError,
     ServiceStopRefusedError,
@@ -46,6 +48,7 @@ from memsearch.service.protocol import (
     send,
     too_large,
 )
+from memsearch.service.sessions import watch_session
 
 if TYPE_CHECKING:
     import asyncio
@@ -65,14 +68,19 @@ HEARTBEAT_INTERVAL = 1.0
 #: does not exist (a read found nothing there, and reads create nothing): the command that started
 #: it has its answer, and waiting ``idle_timeout`` for a store that is not there helps nobody.
 MISSING_STORE_GRACE = 5.0
+#: Seconds :meth:`MemoryService.stop` gives each step (requests in flight, closing the stores):
+#: a request that hangs is left behind rather than keeping the service from stopping.
+STOP_GRACE = 5.0
 #: Operations that manage the service rather than use the store: they open no store and do not
 #: count as use (a ``memsearch service status`` every minute must not keep idle services alive).
 MANAGEMENT_OPS = frozenset({"ping", "stop"})
 
 
-def _settings_key(settings: dict[str, Any]) -> str:
-    """Equal for equal settings: callers send every setting spelled out (``core.engine_settings``)."""
-    return json.dumps(settings, sort_keys=True, default=str)
+def _engine_key(settings: dict[str, Any], env: dict[str, str]) -> str:
+    """Equal for equal settings and equal credential variables: callers send every setting spelled
+    out (``core.engine_settings``) and their variables (``callerenv.snapshot``), so a caller is
+    only ever served by an engine built from its own."""
+    return json.dumps(settings, sort_keys=True, default=str) + digest(env)
 
 
 #: Builds the engine for one caller's settings: ``memsearch.core.engine`` (given by whoever starts
@@ -137,7 +145,7 @@ class MemoryService:
         self._beat = threading.local()  # the heartbeat of the request this thread serves
         self.started_at = time.time()
         self.ready = False
-        self._ops: dict[str, Callable[[MemSearch | None, dict[str, Any]], Any]] = {
+        self._ops: dict[str, Callable[[MemSearch | None, dict[str, Any], dict[str, str]], Any]] = {
             **{name: self._on_engine(op) for name, op in STORE_OPS.items()},
             "index": self._op_index,
             "ping": self._op_ping,
@@ -225,7 +233,7 @@ class MemoryService:
 
         Until this returns, ``ping`` answers ``ready: false``.
         """
-        ms = self.instance(settings)
+        ms = self.instance(settings, snapshot())
         self.run(self._warm(ms))
         self.ready = True
         return ms
@@ -242,17 +250,28 @@ class MemoryService:
         with contextlib.suppress(CollectionNotFoundError):  # a reset by a client meanwhile
             await ms.search("warm-up", top_k=1)
 
-    def run(self, coro: Any) -> Any:
-        """Run a coroutine on the engine loop and wait for its result (from any thread)."""
+    def run(self, coro: Any, *, timeout: float | None = None) -> Any:
+        """Run a coroutine on the engine loop and wait for its result (from any thread).
+
+        While a client waits on this thread it gets a heartbeat every second; once it has gone
+        (the heartbeat cannot be sent: it gave up on a hung request) nobody waits for the answer,
+        and the work is cancelled rather than holding this thread and its connection for ever.
+        ``timeout`` bounds the wait (TimeoutError), for the service's own work while it stops.
+        """
         import asyncio
         import concurrent.futures
 
         assert self._loop is not None, "service not started"
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         beat = getattr(self._beat, "send", None)
-        if beat is not None:  # a client waits on this thread: tell it, every second, we are alive
-            while not concurrent.futures.wait([future], timeout=HEARTBEAT_INTERVAL).done:
-                beat()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not concurrent.futures.wait([future], timeout=HEARTBEAT_INTERVAL).done:
+            if beat is not None and not beat():
+                future.cancel()
+                raise ServiceGoneError("the client went away before the answer", hint="")
+            if deadline is not None and time.monotonic() > deadline:
+                future.cancel()
+                raise TimeoutError(f"not done within {timeout:g} s")
         return future.result()
 
     def stop_requested(self, timeout: float = 0) -> bool:
@@ -341,23 +360,24 @@ class MemoryService:
                 self._accept_thread.join(timeout=5)
             self._unlink_socket()
         self.end_sessions()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + STOP_GRACE
         while (self._sessions or self._activity.connections) and time.monotonic() < deadline:
             time.sleep(0.05)  # the requests in flight finish before their stores close
         with self._instances_lock:
             instances = list(self._instances.values())
             self._instances.clear()
-        for ms in instances:
+        for ms in instances:  # bounded: a store that hangs must not keep the service from exiting
             with contextlib.suppress(Exception):
                 if self._loop is not None and self._loop.is_running():
-                    self.run(_close(ms))
+                    self.run(_close(ms), timeout=STOP_GRACE)
                 else:
                     ms.close()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             if self._loop_thread is not None:
-                self._loop_thread.join(timeout=10)
-            self._loop.close()
+                self._loop_thread.join(timeout=STOP_GRACE)
+            if not (self._loop_thread and self._loop_thread.is_alive()):
+                self._loop.close()  # (a loop wedged by a hung request is left to the process's exit)
         with contextlib.suppress(FileNotFoundError):
             self.paths.info.unlink()
         if self._lock_fd is not None:
@@ -366,9 +386,10 @@ class MemoryService:
 
     # -- requests -------------------------------------------------------------------------
 
-    def instance(self, settings: dict[str, Any]) -> MemSearch:
-        """The MemSearch for these settings (created once, then reused)."""
-        key = _settings_key(settings)
+    def instance(self, settings: dict[str, Any], env: dict[str, str]) -> MemSearch:
+        """The MemSearch for these settings and this caller's credential variables (created once,
+        then reused; its work then runs in :func:`~memsearch.callerenv.as_caller` of ``env``)."""
+        key = _engine_key(settings, env)
         with self._instances_lock:
             ms = self._instances.get(key)
             if ms is None:
@@ -466,21 +487,25 @@ class MemoryService:
         if request["op"] == "watch":
             conn.settimeout(None)
             with self._activity.using():
-                self._watch_session(conn, request)
+                watch_session(self, conn, request)
             return False
         conn.settimeout(30)  # a client that stops reading must not block this thread for ever
 
-        def beat() -> None:
-            with contextlib.suppress(OSError):
+        def beat() -> bool:
+            try:
                 send(conn, {"alive": True})
+            except OSError:
+                return False
+            return True
 
         self._beat.send = beat
         managing = request["op"] in MANAGEMENT_OPS
         try:
             with contextlib.nullcontext() if managing else self._activity.using():
                 op = self._ops[request["op"]]
-                ms = None if managing else self.instance(request["settings"])
-                reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"])}
+                env = request["env"]
+                ms = None if managing else self.instance(request["settings"], env)
+                reply: dict[str, Any] = {"ok": True, "result": op(ms, request["args"], env)}
         except Exception as exc:
             if not isinstance(exc, MemSearchError):
                 logger.exception("service request failed")
@@ -491,48 +516,7 @@ class MemoryService:
             send(conn, reply)
         return True
 
-    def _watch_session(self, conn: socket.socket, request: dict[str, Any]) -> None:
-        """Serve one ``memsearch watch`` client: index its paths, then stream its watcher's events
-        until it hangs up (or the service stops). Watcher updates run on the engine loop."""
-        send_lock = threading.Lock()
-
-        def tell(message: dict[str, Any]) -> None:
-            with send_lock, contextlib.suppress(OSError):
-                send(conn, message)
-
-        args = request["args"]
-        self._beat.send = lambda: tell({"alive": True})
-        try:
-            ms = self.instance(request["settings"])
-            report = self.run(self._index(ms, False))
-        except Exception as exc:
-            tell({"ok": False, "error": error_payload(exc)})
-            return
-        finally:
-            self._beat.send = None
-        tell({"ok": True, "result": dataclasses.asdict(report)})
-        with self._sessions_lock:
-            self._sessions.add(conn)
-        watcher = ms.watch(
-            on_event=lambda kind, summary, path: tell({"event": kind, "summary": summary, "path": str(path)}),
-            on_error=lambda kind, exc, path: tell(
-                {"event": kind, "path": str(path), "error": error_payload(exc)}
-            ),
-            debounce_ms=args.get("debounce_ms"),
-            runner=self.run,
-        )
-        tell({"watching": True})
-        try:
-            while conn.recv(1024):  # the client sends nothing more; EOF means it is gone
-                pass
-        except OSError:
-            pass
-        finally:
-            watcher.stop()
-            with self._sessions_lock:
-                self._sessions.discard(conn)
-
-    def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
+    def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any], _env: dict[str, str]) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
             "store": self.paths.store,
@@ -546,7 +530,7 @@ class MemoryService:
             "last_request": self._activity.last_request(),
         }
 
-    def _op_stop(self, _ms: MemSearch | None, _args: dict[str, Any]) -> dict[str, Any]:
+    def _op_stop(self, _ms: MemSearch | None, _args: dict[str, Any], _env: dict[str, str]) -> dict[str, Any]:
         if not OWNERS[self.owner].stoppable:
             raise ServiceStopRefusedError(
                 f"the memory service for {self.paths.store} is run by a program for itself: process "
@@ -558,16 +542,16 @@ class MemoryService:
         self.retire()
         return {"pid": os.getpid(), "store": self.paths.store, "owner": self.owner}
 
-    def _on_engine(self, op: Op) -> Callable[[MemSearch | None, dict[str, Any]], Any]:
-        def run(ms: MemSearch | None, args: dict[str, Any]) -> Any:
+    def _on_engine(self, op: Op) -> Callable[[MemSearch | None, dict[str, Any], dict[str, str]], Any]:
+        def run(ms: MemSearch | None, args: dict[str, Any], env: dict[str, str]) -> Any:
             assert ms is not None
-            return self.run(op(ms, args))
+            return self.run(as_caller(env, op(ms, args)))
 
         return run
 
-    def _op_index(self, ms: MemSearch | None, args: dict[str, Any]) -> Any:
+    def _op_index(self, ms: MemSearch | None, args: dict[str, Any], env: dict[str, str]) -> Any:
         assert ms is not None
-        report = self.run(self._index(ms, bool(args.get("force", False))))
+        report = self.run(as_caller(env, self._index(ms, bool(args.get("force", False)))))
         return dataclasses.asdict(report)
 
     async def _index(self, ms: MemSearch, force: bool) -> IndexReport:

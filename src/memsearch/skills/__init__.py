@@ -67,7 +67,7 @@ from memsearch.skills.store import (
     list_candidates,
     read_candidate,
 )
-from memsearch.skills.write import WriteResult, write_candidate
+from memsearch.skills.write import WriteResult, decode_body, write_candidate
 
 __all__ = [
     "CANDIDATES_DIRNAME",
@@ -85,6 +85,7 @@ __all__ = [
     "add",
     "candidates_hint",
     "candidates_root",
+    "decode_body",
     "host_skill_dir",
     "install",
     "install_candidate",

@@ -4,17 +4,21 @@ copy (never silently over a file memsearch did not write), and how recorded inst
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memsearch import written
 from memsearch.errors import (
     NoInstallTargetError,
     SkillExistsError,
     SkillInputError,
+    SkillMetaError,
 )
 from memsearch.files import atomic_write
+from memsearch.project_files import read_project_bytes
 from memsearch.skills.names import SKILL_FILE, content_hash, same_version, utc_now
 from memsearch.skills.repo import (
     commit_all,
@@ -24,7 +28,7 @@ from memsearch.skills.repo import (
     store_lock,
     write_meta,
 )
-from memsearch.skills.store import Candidate, candidates_root, read_candidate, read_meta
+from memsearch.skills.store import Candidate, candidates_root, read_candidate, read_meta, read_skill_bytes
 
 #: Where each host reads skills: platform -> (project-level folder relative to the project,
 #: user-level folder). ``~`` and ``$VAR`` are expanded; see :func:`host_skill_dir` for the
@@ -88,7 +92,9 @@ def install_candidate(
     A ``SKILL.md`` already there that memsearch did not put there (a user's own skill, or an
     installed copy edited since) is never overwritten silently: the whole install is refused with
     :class:`~memsearch.errors.SkillExistsError` before anything is written, unless ``force``,
-    which keeps the old file as ``SKILL.md.bak``."""
+    which keeps the old file as ``SKILL.md.bak`` (``.bak.1``, ... when one is there). Whether
+    memsearch put it there is memsearch's own record (:mod:`memsearch.written`), never the
+    store's ``meta.json``, which a cloned repository can fill with anything."""
     if not destinations:
         raise NoInstallTargetError(
             "no install destination given",
@@ -98,30 +104,23 @@ def install_candidate(
     root = candidates_root(memsearch_dir)
     with file_errors(f"install {name}"), store_lock(memsearch_dir):
         candidate = read_candidate(memsearch_dir, name)
-        data = candidate.path.read_bytes()
+        data = read_skill_bytes(candidate.path.parent)
+        if data is None:
+            raise SkillMetaError(
+                f"{candidate.path} is not a regular file of the store; nothing was installed"
+            )
         digest = content_hash(data)
-        recorded = dict(candidate.installs)
         targets = list(
             dict.fromkeys(Path(d).expanduser().absolute() / candidate.slug / SKILL_FILE for d in destinations)
         )
         plan: list[tuple[Path, str]] = []
         foreign: list[Path] = []
         for target in targets:
-            if target.exists() and not target.is_file():
-                raise SkillExistsError(
-                    f"{target} exists and is not a file", "move it away, then install again"
-                )
-            try:
-                current = target.read_bytes()
-            except FileNotFoundError:
-                plan.append((target, "created"))
-                continue
-            if current == data:
-                plan.append((target, "unchanged"))
-            elif same_version(recorded.get(str(target), ""), current):
-                plan.append((target, "updated"))
-            else:
+            action = _action(target, data)
+            if action == "foreign":
                 foreign.append(target)
+            else:
+                plan.append((target, action))
         if foreign and not force:
             listed = ", ".join(str(p) for p in foreign)
             raise SkillExistsError(
@@ -135,10 +134,11 @@ def install_candidate(
         for target, action in plan:
             backup: Path | None = None
             if action == "replaced":
-                backup = target.with_name(SKILL_FILE + ".bak")
+                backup = _free_backup_name(target)
                 os.replace(target, backup)
             if action != "unchanged":
                 atomic_write(target, data)
+            written.record_install(target, digest)
             results.append(InstallResult(target, action, backup))
         ensure_repo(root)
         keep_manual_edits(root, f"Install {candidate.slug}")
@@ -160,6 +160,37 @@ def install_candidate(
     return results
 
 
+def _action(target: Path, data: bytes) -> str:
+    """What installing ``data`` at ``target`` would do: ``created``, ``unchanged``, ``updated`` (a
+    version memsearch itself wrote there, by its own record: :mod:`memsearch.written`, never the
+    store's meta.json) or ``foreign`` (anything else, a symbolic link included: ``--force`` only)."""
+    try:
+        st = target.lstat()
+    except FileNotFoundError:
+        return "created"
+    if stat.S_ISDIR(st.st_mode):
+        raise SkillExistsError(f"{target} exists and is not a file", "move it away, then install again")
+    if not stat.S_ISREG(st.st_mode):
+        return "foreign"
+    current = read_project_bytes(target, target.parent)
+    if current is None:
+        return "foreign"
+    if current == data:
+        return "unchanged"
+    return "updated" if content_hash(current) in written.recorded_install(target) else "foreign"
+
+
+def _free_backup_name(target: Path) -> Path:
+    """``SKILL.md.bak``, or ``SKILL.md.bak.<n>`` when earlier backups are there: a backup is never
+    overwritten."""
+    backup = target.with_name(SKILL_FILE + ".bak")
+    n = 1
+    while os.path.lexists(backup):
+        backup = target.with_name(f"{SKILL_FILE}.bak.{n}")
+        n += 1
+    return backup
+
+
 @dataclass(frozen=True)
 class InstallState:
     """How one recorded install looks now: ``current`` (the installed version is there),
@@ -173,9 +204,8 @@ def install_states(candidate: Candidate) -> list[InstallState]:
     """Check each place the candidate was installed to (files only)."""
     out: list[InstallState] = []
     for path, digest in candidate.installs:
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
+        data = read_project_bytes(Path(path), Path(path).parent)
+        if data is None:
             out.append(InstallState(path, "missing"))
             continue
         out.append(InstallState(path, "current" if same_version(digest, data) else "edited"))

@@ -4,14 +4,15 @@ the session-start hint. Files only (no git)."""
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsearch.errors import (
-    SkillNotFoundError,
-)
+from memsearch.errors import SkillMetaError, SkillNotFoundError
+from memsearch.project_files import read_project_bytes, warn
 from memsearch.skills.names import (
     CANDIDATES_DIRNAME,
     META_FILE,
@@ -59,7 +60,10 @@ class Candidate:
 
     def body(self) -> str:
         """The markdown after the front matter (what a revision of the skill starts from)."""
-        return split_front_matter(self.path.read_text(encoding="utf-8"))[1]
+        data = read_skill_bytes(self.path.parent)
+        if data is None:
+            raise OSError(f"{self.path} is no longer a regular file of the store")
+        return split_front_matter(data.decode("utf-8", errors="replace"))[1]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,12 +84,79 @@ class Candidate:
         }
 
 
-def read_meta(skill_dir: Path) -> dict[str, Any]:
+_DIGEST = re.compile(r"gitblob:[0-9a-f]{40}")
+#: meta.json fields memsearch reads, and the type each must have.
+_META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "title": str,
+    "description": str,
+    "status": str,
+    "created_at": str,
+    "updated_at": str,
+    "installed_at": str,
+    "content_hash": str,
+    "installed_hash": str,
+    "occurrences": (int, type(None)),
+    "sources": list,
+    "installs": dict,
+    "installed_paths": list,
+}
+
+
+def _bad_meta(skill_dir: Path, why: str) -> SkillMetaError:
+    return SkillMetaError(
+        f"{skill_dir / META_FILE} is not a meta.json memsearch writes: {why}; the candidate was not used",
+        "delete that meta.json (the candidate's SKILL.md is kept) or the whole candidate folder",
+    )
+
+
+def _check_install_path(skill_dir: Path, path: Any) -> str:
+    """An install path as memsearch records it: absolute, no ``..``, ``<folder>/<slug>/SKILL.md``."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise _bad_meta(skill_dir, "an install path is not a string")
+    parts = Path(path).parts
+    if not Path(path).is_absolute() or ".." in parts or parts[-2:] != (skill_dir.name, SKILL_FILE):
+        raise _bad_meta(skill_dir, f"{path!r} is not a {skill_dir.name}/{SKILL_FILE} in a skills folder")
+    return path
+
+
+def parse_meta(skill_dir: Path, data: bytes) -> dict[str, Any]:
+    """A candidate's ``meta.json`` checked field by field (types, hashes, install paths that name
+    this skill's SKILL.md in some folder), or :class:`~memsearch.errors.SkillMetaError`. The store
+    may have come with a cloned repository, so nothing in it is taken on trust."""
     try:
-        data = json.loads((skill_dir / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        meta = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad_meta(skill_dir, f"not JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise _bad_meta(skill_dir, "not a JSON object")
+    for key, kind in _META_TYPES.items():
+        if key in meta and (not isinstance(meta[key], kind) or isinstance(meta[key], bool)):
+            raise _bad_meta(skill_dir, f'"{key}" has the wrong type')
+    for key in ("content_hash", "installed_hash"):
+        if meta.get(key) and not _DIGEST.fullmatch(meta[key]):
+            raise _bad_meta(skill_dir, f'"{key}" is not a gitblob hash')
+    for path, digest in (meta.get("installs") or {}).items():
+        _check_install_path(skill_dir, path)
+        if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+            raise _bad_meta(skill_dir, f"the hash recorded for {path!r} is not a gitblob hash")
+    for path in meta.get("installed_paths") or []:
+        _check_install_path(skill_dir, path)
+    if not all(isinstance(x, str) for x in meta.get("sources") or []):
+        raise _bad_meta(skill_dir, '"sources" holds something other than names')
+    return meta
+
+
+def read_meta(skill_dir: Path) -> dict[str, Any]:
+    """The candidate's checked ``meta.json`` ({} when there is none); a damaged or foreign one is
+    :class:`~memsearch.errors.SkillMetaError`."""
+    root = skill_dir.parent
+    if os.path.lexists(skill_dir / META_FILE):
+        data = read_project_bytes(skill_dir / META_FILE, root)
+        if data is None:
+            raise _bad_meta(skill_dir, "not a regular file of the store, or too large")
+        return parse_meta(skill_dir, data)
+    return {}
 
 
 def _installs(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -109,11 +180,21 @@ def _status(meta: Mapping[str, Any], data: bytes) -> str:
     return "pending"
 
 
+def read_skill_bytes(skill_dir: Path) -> bytes | None:
+    """A candidate's SKILL.md when it is a regular file in a real folder of the store (not a
+    symbolic link to one elsewhere); None otherwise (:mod:`memsearch.project_files`)."""
+    root = skill_dir.parent
+    if os.path.islink(skill_dir):
+        if os.path.lexists(skill_dir / SKILL_FILE):
+            warn(skill_dir, "a symbolic link (candidates are read only from folders of the store)")
+        return None
+    return read_project_bytes(skill_dir / SKILL_FILE, root)
+
+
 def _candidate(skill_dir: Path) -> Candidate | None:
     path = skill_dir / SKILL_FILE
-    try:
-        data = path.read_bytes()
-    except OSError:
+    data = read_skill_bytes(skill_dir)
+    if data is None:
         return None
     fields, _body = split_front_matter(data.decode("utf-8", errors="replace"))
     meta = read_meta(skill_dir)
@@ -138,13 +219,24 @@ def _candidate(skill_dir: Path) -> Candidate | None:
 
 
 def list_candidates(memsearch_dir: Path) -> list[Candidate]:
-    """Every candidate in the store, by slug; [] when there is no store. Files only (no git)."""
+    """Every usable candidate in the store, by slug; [] when there is no store. Files only (no
+    git). A candidate whose folder is a symbolic link or whose meta.json is not memsearch's is
+    left out with a warning line (the others are listed)."""
     root = candidates_root(memsearch_dir)
     try:
         children = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     except OSError:
         return []
-    return [c for c in (_candidate(child) for child in children) if c is not None]
+    found = []
+    for child in children:
+        try:
+            candidate = _candidate(child)
+        except SkillMetaError as exc:
+            warn(child, exc.message)
+            continue
+        if candidate is not None:
+            found.append(candidate)
+    return found
 
 
 def read_candidate(memsearch_dir: Path, name: str) -> Candidate:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsearch.errors import (
-    SkillInputError,
-)
+from memsearch.errors import SkillInputError, SkillMetaError
 from memsearch.skills.names import (
     MAX_DESCRIPTION_CHARS,
     SKILL_FILE,
@@ -27,7 +26,7 @@ from memsearch.skills.repo import (
     write_meta,
     write_text,
 )
-from memsearch.skills.store import candidates_root, read_meta
+from memsearch.skills.store import candidates_root, read_meta, read_skill_bytes
 
 
 @dataclass(frozen=True)
@@ -38,6 +37,20 @@ class WriteResult:
     action: str
     #: The commit that recorded the change ("" when unchanged).
     commit: str = ""
+
+
+def decode_body(data: bytes, source: str = "-") -> str:
+    """A SKILL.md body read as bytes (a file, stdin) as text. A skill is read by agents as UTF-8,
+    so other bytes are refused with :class:`~memsearch.errors.SkillInputError` (one ``Error:``
+    line), never guessed at or replaced."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        where = "stdin" if source in ("-", "<stdin>") else source
+        raise SkillInputError(
+            f"the skill body from {where} is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})",
+            "save the body as UTF-8 (e.g. `iconv -t UTF-8`), then add it again",
+        ) from None
 
 
 def _clean_inputs(name: str, description: str, body: str) -> tuple[str, str, str]:
@@ -82,8 +95,14 @@ def write_candidate(
         keep_manual_edits(root, message)
         skill_dir = root / slug
         path = skill_dir / SKILL_FILE
-        existed = path.is_file()
-        if existed and path.read_bytes() == text.encode("utf-8"):
+        if os.path.islink(skill_dir) or os.path.islink(path):
+            raise SkillMetaError(
+                f"{skill_dir} holds a symbolic link where the store keeps a candidate; nothing was written",
+                "remove the link (a store is never written through one), then run again",
+            )
+        current = read_skill_bytes(skill_dir)
+        existed = current is not None
+        if current == text.encode("utf-8"):
             return WriteResult(slug, "unchanged")
         meta = read_meta(skill_dir)
         now = utc_now()

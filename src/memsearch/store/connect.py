@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch import errors
@@ -68,13 +69,7 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
         major = milvus_lite_major()
         if major is not None and major >= 3:
             raise legacy_file_error(path, major)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise errors.StoreConnectionError(
-            f"Cannot create the directory for the Milvus Lite database {path}: {exc.strerror or exc}",
-            hint="Check the path and its permissions, or choose another --milvus-uri.",
-        ) from exc
+    _private_store_dir(path)
 
     from memsearch.lite import LiteClient
 
@@ -118,6 +113,24 @@ def _pymilvus(location: StoreLocation) -> Any:
             hint='install it: pip install "pymilvus>=2.6" (or this package with its [server] extra)',
         ) from None
     return pymilvus
+
+
+def _private_store_dir(path: Path) -> None:
+    """Create the database folder with mode 0700 before Milvus Lite fills it (it holds every
+    indexed text), or make an existing one of ours 0700; refuse a folder that is another user's
+    (opening it would search, and add to, what they planted). ``~/.memsearch``, the default
+    store's parent, is made private too. A link the user made to a folder of theirs is followed."""
+    from memsearch import private
+    from memsearch.config import memsearch_home
+
+    try:
+        if path.parent == memsearch_home():
+            private.home()
+        private.private_dir(path, follow=True, what="a Milvus Lite database")
+    except errors.PrivatePathError as exc:
+        raise errors.StoreConnectionError(
+            exc.message, hint=f"{exc.hint.rstrip('.')}; or choose another --milvus-uri."
+        ) from None
 
 
 def _open_server(location: StoreLocation, token: str | None, lock_timeout: float) -> Client:

@@ -17,6 +17,13 @@ _FILTER_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\
 _LIKE_ESCAPES = {"\\": "\\\\", "%": "\\%", "_": "\\_"}
 
 
+def filter_problem(value: str) -> str | None:
+    """Why ``value`` cannot be written in a filter (see :func:`escape_filter_value`), or None. The
+    indexer asks before storing a file, so such a file is skipped instead of failing its run."""
+    bad = next((ch for ch in value if ch not in _FILTER_ESCAPES and (ord(ch) < 0x20 or ch == "\x7f")), None)
+    return None if bad is None else f"contains the control character U+{ord(bad):04X}"
+
+
 def escape_filter_value(value: str) -> str:
     """Escape ``value`` for use inside a double-quoted Milvus filter string literal.
 
