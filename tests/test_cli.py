@@ -138,7 +138,7 @@ def test_index_reports_failed_files_and_exits_1(run, memory: Path) -> None:
     assert r.exit_code == 1
     assert r.stdout == "Indexed 9 chunks.\n"
     assert f"Failed: {memory / 'bad.md'}: " in r.stderr
-    assert r.stderr.strip().splitlines()[-1].startswith("Error: 1 file(s) could not be indexed")
+    assert r.stderr.strip().splitlines()[-1].startswith("Error: 1 file could not be indexed")
 
 
 def test_default_collection_on_every_store_command(run, memory: Path) -> None:

@@ -325,7 +325,7 @@ def test_cli_compact_budget_source_and_empty_answer(run, notes: Path, fake_llm: 
     assert r.exit_code == 1
     assert r.stdout == ""
     assert r.stderr == (
-        "Error: The LLM returned an empty summary of 1 chunks; nothing was written. "
+        "Error: The LLM returned an empty summary of 1 chunk; nothing was written. "
         "Hint: Try again, or another model or prompt.\n"
     )
     assert "Alpha" in fake_llm.prompts[-1] and "Charlie" not in fake_llm.prompts[-1]

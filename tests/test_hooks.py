@@ -697,11 +697,13 @@ def test_a_watch_user_is_one_process_not_a_pid() -> None:
 
 
 def test_the_host_is_the_agent_above_the_hook_shells() -> None:
-    """Claude Code 2.1.197 runs ``/bin/sh -c 'bash run.sh <event>'``; run.sh execs memsearch."""
+    """Claude Code 2.1.197 runs ``/bin/sh -c 'bash run.sh <event>'``; run.sh runs memsearch (as
+    a child, to answer a usage error itself; it used to exec it)."""
     code = "from memsearch.hooks.processes import host_process; print(host_process())"
-    probe = f"exec {sys.executable} -c '{code}'"
-    out = subprocess.run(["sh", "-c", f"bash -c {shlex.quote(probe)}; true"], capture_output=True, text=True)
-    assert out.stdout.strip() == str(os.getpid()), out.stderr
+    for probe in (f"exec {sys.executable} -c '{code}'", f"{sys.executable} -c '{code}'; exit $?"):
+        shells = ["sh", "-c", f"bash -c {shlex.quote(probe)}; true"]
+        out = subprocess.run(shells, capture_output=True, text=True)
+        assert out.stdout.strip() == str(os.getpid()), out.stderr
 
 
 def test_the_watch_guard_fires_once_its_last_user_is_gone(tmp_path: Path) -> None:

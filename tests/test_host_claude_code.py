@@ -35,7 +35,7 @@ pytestmark = pytest.mark.host
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "platforms" / "claude-code.md"
 #: The marketplace source in the doc, replaced by this checkout (the doc says how).
-DOC_SOURCE = "zilliztech/memsearch"
+DOC_SOURCE = "/path/to/memsearch"
 API_KEY = "sk-fake-memsearch-0123456789abcdef"
 HINT = "[memsearch] Notes from past sessions of this project are searchable"
 SUMMARY_MARK = "=== Transcript of a conversation between User and Claude Code ==="

@@ -268,7 +268,7 @@ def _watch_start(w: World) -> subprocess.Popen[str]:
             env=w.hk.env(),
         )
     w.long_lived.append(proc)
-    wait_for_line(log, "Watching 1 path(s)", proc)
+    wait_for_line(log, "Watching 1 path", proc)
     return proc
 
 

@@ -249,7 +249,7 @@ def _start_watch(uri: str, folder: Path, log: Path) -> subprocess.Popen[str]:
             text=True,
         )
     deadline = time.monotonic() + 120
-    while "Watching 1 path(s)" not in log.read_text():
+    while "Watching 1 path" not in log.read_text():
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.1)
     return proc

@@ -137,7 +137,7 @@ def test_status_lists_every_service_and_stop_ends_each(
         procs, watch_log, sys.executable, "-m", "memsearch", "watch", str(folder), "--milvus-uri", c
     )
     deadline = time.monotonic() + 120
-    while "Watching 1 path(s)" not in watch_log.read_text():
+    while "Watching 1 path" not in watch_log.read_text():
         assert watch.poll() is None and time.monotonic() < deadline, watch_log.read_text()
         time.sleep(0.1)
 

@@ -200,7 +200,7 @@ async def test_moving_a_folder_out_of_the_tree_drops_everything_below_it(
     shutil.move(str(notes / "projects"), str(tmp_path / "archive"))  # out of the watched tree
     settle(watcher)
     assert sources(ms) == {"a.md": 1}
-    assert rec.take() == [f"Removed chunks for 2 file(s) under {notes / 'projects'}"]
+    assert rec.take() == [f"Removed chunks for 2 files under {notes / 'projects'}"]
 
 
 async def test_a_burst_of_edits_is_indexed_once(ms: MemSearch, notes: Path) -> None:
@@ -506,9 +506,9 @@ def test_watch_command_runs_until_stopped(tmp_path: Path, stop_signal: signal.Si
         for reader in readers:
             reader.start()
         try:
-            assert _expect(out, lambda s: s.startswith("Indexed"), 120) == "Indexed 1 chunks."
+            assert _expect(out, lambda s: s.startswith("Indexed"), 120) == "Indexed 1 chunk."
             # Printed once the watcher runs: changes from here on are seen.
-            assert _expect(out, bool, 30) == "Watching 1 path(s) for changes... (Ctrl+C to stop)"
+            assert _expect(out, bool, 30) == "Watching 1 path for changes... (Ctrl+C to stop)"
 
             new = notes / "second.md"
             new.write_text("# Second\n\nThe cache expires after ten minutes.\n", encoding="utf-8")

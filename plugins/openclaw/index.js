@@ -6,15 +6,34 @@ import { homedir } from "node:os";
 
 const TOOLS = JSON.parse(readFileSync(new URL("./tools.json", import.meta.url), "utf8"));
 
-// Runs `memsearch ARGS` in `cwd` with `input` on stdin; resolves to its trimmed stdout and stderr.
+// Runs `memsearch ARGS` in `cwd` with `input` on stdin; resolves to its trimmed stdout and stderr
+// and its exit code (0, a number, or "ENOENT" when there is no memsearch on PATH).
 function run(args, cwd, input = "") {
   return new Promise((done) => {
     const options = { cwd: existsSync(cwd) ? cwd : undefined, timeout: 120000, maxBuffer: 1 << 26 };
     const child = execFile("memsearch", args, options, (error, out, err) =>
-      done({ out: String(out ?? "").trim(), err: String(err || error?.message || "").trim() }),
+      done({
+        out: String(out ?? "").trim(),
+        err: String(err || error?.message || "").trim(),
+        code: error?.code ?? 0,
+      }),
     );
     child.stdin.on("error", () => {}).end(input);
   });
+}
+
+// Why memsearch cannot serve this plugin, by its exit code: not on PATH, or another package named
+// memsearch (PyPI's has no `memsearch hook`, so it answers with a usage error, 2).
+const PROBLEMS = {
+  ENOENT: "not installed",
+  2: "the memsearch on PATH is not this plugin's (no `memsearch hook`)",
+};
+
+// That reason as one line for the session, or "" when memsearch answered.
+function problem(result) {
+  const why = PROBLEMS[result.code];
+  const fix = "`uv tool install --force <checkout>` (PyPI's memsearch is another package)";
+  return why ? `[memsearch] ${why}: install it from your memsearch checkout: ${fix}.` : "";
 }
 
 // A tool's argv template with `{name}` placeholders filled from `params`; an item (or a group of
@@ -44,7 +63,8 @@ async function collection(dir) {
   return collections.get(dir);
 }
 
-// Runs `memsearch hook openclaw EVENT` with the session's facts on stdin; its JSON answer, or {}.
+// Runs `memsearch hook openclaw EVENT` with the session's facts on stdin; its JSON answer, {}, or
+// {problem} when memsearch cannot serve the plugin (see problem()).
 async function hook(event, ev = {}, ctx = {}, extra = {}) {
   const input = {
     sessionId: ev.sessionId || ctx.sessionId,
@@ -53,6 +73,8 @@ async function hook(event, ev = {}, ctx = {}, extra = {}) {
     ...extra,
   };
   const result = await run(["hook", "openclaw", event], workspace(ctx), JSON.stringify(input));
+  const broken = problem(result);
+  if (broken) return { problem: broken };
   try {
     return JSON.parse(result.out);
   } catch {
@@ -89,7 +111,8 @@ export default {
     if (live && cfg.autoRecall !== false) {
       api.on("before_prompt_build", async (ev, ctx) => {
         const reply = await hook("session-start", ev, ctx);
-        return reply.prependContext ? { prependContext: reply.prependContext } : undefined;
+        const text = reply.prependContext || reply.problem;
+        return text ? { prependContext: text } : undefined;
       });
     }
 

@@ -12,15 +12,34 @@ const TOOLS = JSON.parse(readFileSync(new URL("./tools.json", import.meta.url), 
 const MARK = "[memsearch] Memory available.";
 const RECALL_NOTE = "Use memory_search, memory_get and memory_transcript to recall past sessions.";
 
-// Runs `memsearch ARGS` in `cwd` with `input` on stdin; resolves to its trimmed stdout and stderr.
+// Runs `memsearch ARGS` in `cwd` with `input` on stdin; resolves to its trimmed stdout and stderr
+// and its exit code (0, a number, or "ENOENT" when there is no memsearch on PATH).
 function run(args, cwd, input = "") {
   return new Promise((done) => {
     const options = { cwd: existsSync(cwd) ? cwd : undefined, timeout: 120000, maxBuffer: 1 << 26 };
     const child = execFile("memsearch", args, options, (error, out, err) =>
-      done({ out: String(out ?? "").trim(), err: String(err || error?.message || "").trim() }),
+      done({
+        out: String(out ?? "").trim(),
+        err: String(err || error?.message || "").trim(),
+        code: error?.code ?? 0,
+      }),
     );
     child.stdin.on("error", () => {}).end(input);
   });
+}
+
+// Why memsearch cannot serve this plugin, by its exit code: not on PATH, or another package named
+// memsearch (PyPI's has no `memsearch hook`, so it answers with a usage error, 2).
+const PROBLEMS = {
+  ENOENT: "not installed",
+  2: "the memsearch on PATH is not this plugin's (no `memsearch hook`)",
+};
+
+// That reason as one line for the session, or "" when memsearch answered.
+function problem(result) {
+  const why = PROBLEMS[result.code];
+  const fix = "`uv tool install --force <checkout>` (PyPI's memsearch is another package)";
+  return why ? `[memsearch] ${why}: install it from your memsearch checkout: ${fix}.` : "";
 }
 
 // A tool's argv template with `{name}` placeholders filled from `params`; an item (or a group of
@@ -48,16 +67,28 @@ function given(args = {}) {
   return Object.fromEntries(Object.entries(args).filter(([, value]) => value != null));
 }
 
-// The system prompt with our notes appended to its first part, replacing notes added earlier.
-function merge(system = [], text) {
-  const base = (system[0] ?? "").split(MARK)[0].trimEnd();
+// The system prompt with our notes appended to its first part, replacing notes added earlier (all
+// that follows `mark`, where they begin).
+function merge(system = [], text, mark = MARK) {
+  const base = (system[0] ?? "").split(mark)[0].trimEnd();
   return [base ? `${base}\n\n${text}` : text, ...system.slice(1)];
 }
 
 export default async function MemsearchPlugin({ directory, worktree } = {}) {
   const dir = worktree && worktree !== "/" ? worktree : directory || process.cwd();
   const live = process.env.MEMSEARCH_NO_WATCH !== "1";
-  const collection = (await run(["hook", "opencode", "collection"], dir)).out;
+  const probe = await run(["hook", "opencode", "collection"], dir);
+  const broken = problem(probe);
+  if (broken) {
+    // No tools, no daemon: the model hears once per system prompt why memory is off.
+    return {
+      "experimental.chat.system.transform": async (_input, output) => {
+        if (Array.isArray(output.system))
+          output.system.splice(0, output.system.length, ...merge(output.system, broken, broken));
+      },
+    };
+  }
+  const collection = probe.out;
   const hooks = { tool: {} };
 
   if (live) {

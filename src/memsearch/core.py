@@ -506,9 +506,16 @@ class MemSearch(Memory):
         return expand_chunk(self.get_chunk(chunk_hash), section=section, context_lines=context_lines)
 
     @_at_owner
-    def count(self) -> int:
-        """Number of chunks in the collection (read-only; errors if it does not exist)."""
-        return self._read_store().count()
+    def count(self, *, missing_ok: bool = True) -> int:
+        """Chunks in the collection; 0 for none (never indexed, or reset) unless not ``missing_ok``."""
+        from memsearch.errors import CollectionNotFoundError
+
+        try:
+            return self._read_store().count()
+        except CollectionNotFoundError:
+            if missing_ok:
+                return 0
+            raise
 
     @_at_owner
     def reset(self) -> None:

@@ -20,6 +20,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ConfigKeyError (KeyError)
             ConfigValueError (ValueError)
         ConfirmationNeededError
+        EmptyQueryError (ValueError) [exit 2]
         EmbeddingError
             EmbeddingAPIError
             InvalidBatchSizeError (ValueError)
@@ -234,7 +235,13 @@ class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
 
 
 class ConfirmationNeededError(MemSearchError):
-    """A command that asks before it destroys data got no answer (no terminal, stdin closed)."""
+    """A command that asks before it destroys data got no yes (declined, or no input to ask on)."""
+
+
+class EmptyQueryError(MemSearchError, ValueError):
+    """``search`` was given nothing to search for (every chunk would match equally: noise)."""
+
+    exit_code = 2
 
 
 class IndexingFailedError(MemSearchError):

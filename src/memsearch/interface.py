@@ -72,8 +72,8 @@ class Memory(ChunkSource):
         """The full section (or ±N lines) around a chunk, read from its markdown file."""
 
     @abstractmethod
-    def count(self) -> int:
-        """Number of chunks in the collection."""
+    def count(self, *, missing_ok: bool = True) -> int:
+        """Number of chunks in the collection; 0 for none, unless ``missing_ok`` is false."""
 
     @abstractmethod
     def reset(self) -> None:

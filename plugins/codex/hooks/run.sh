@@ -5,7 +5,11 @@ if [ -n "${2:-}" ] && [ -x "$2" ]; then
   exec "$2" -m memsearch hook codex "$1"
 fi
 export PATH="$PATH:$HOME/.local/bin:$HOME/.cargo/bin:$HOME/bin:/usr/local/bin"
-if command -v memsearch >/dev/null 2>&1; then
-  exec memsearch hook codex "$1"
-fi
-echo '{}'  # memsearch was uninstalled: stay out of Codex's way
+command -v memsearch >/dev/null 2>&1 || { echo '{}'; exit 0; }  # uninstalled: stay out of Codex's way
+memsearch hook codex "$1"
+status=$?
+# 2 is a usage error: this memsearch has no `memsearch hook` (PyPI's memsearch is another package).
+# Codex hears of it once, at session start; every other event stays silent.
+[ "$status" -eq 2 ] || exit "$status"
+[ "$1" != session-start ] && echo '{}' && exit 0
+printf '{"systemMessage": "[memsearch] %s is not this plugin'\''s memsearch (no `memsearch hook`): run `uv tool install --force <your memsearch checkout>`, then plugins/codex/install.sh"}\n' "$(command -v memsearch | tr -d '"\\')"

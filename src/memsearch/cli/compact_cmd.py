@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from memsearch.cli.options import common_options, resolve
+from memsearch.cli.render import plural, shown
 
 
 @click.command("compact")
@@ -82,19 +83,22 @@ def compact(
         )
     if result.empty_answer:
         raise EmptySummaryError(
-            f"The LLM returned an empty summary of {result.chunks_used} chunks; nothing was written.",
+            f"The LLM returned an empty summary of {plural(result.chunks_used, 'chunk')}; "
+            "nothing was written.",
             hint="Try again, or another model or prompt.",
         )
     if result.file is None:
-        click.echo(f"No chunks matched source: {result.source}" if result.source else "No chunks to compact.")
+        source = result.source
+        click.echo(f"No chunks matched source: {shown(source)}" if source else "No chunks to compact.")
         return
     click.echo(f"Compact complete. Summary:\n\n{result.summary}\n")
     click.echo(
-        f"Appended to {result.file} ({result.chunks_used} of {result.chunks_total} chunks summarised)."
+        f"Appended to {shown(result.file)} ({result.chunks_used} of {plural(result.chunks_total, 'chunk')} "
+        "summarised)."
     )
     if result.chunks_dropped:
         click.echo(
-            f"Left out the {result.chunks_dropped} oldest chunks: they did not fit the "
+            f"Left out the {plural(result.chunks_dropped, 'oldest chunk')}: they did not fit the "
             f"{result.token_budget}-token budget (--token-budget)."
         )
 

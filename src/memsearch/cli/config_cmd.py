@@ -288,7 +288,7 @@ def list_cmd(scope: str, json_output: bool, show_secrets: bool, default_collecti
         label = f"Project ({found})" if found else "Project (no .memsearch.toml found)"
         ignored = filter_project_config(data)[1]
     else:
-        data = config_to_dict(_resolved_config(default_collection))
+        data = _without_unused_deprecated(config_to_dict(_resolved_config(default_collection)))
         label = "Resolved (all sources merged)"
     if not show_secrets:
         data = mask_secrets(data)
@@ -301,3 +301,12 @@ def list_cmd(scope: str, json_output: bool, show_secrets: bool, default_collecti
     click.echo(tomli_w.dumps(data).rstrip("\n") if data else "(empty)")
     if ignored:
         click.echo(f"\n# Ignored (not allowed in a project file): {', '.join(ignored)}")
+
+
+def _without_unused_deprecated(data: dict[str, Any]) -> dict[str, Any]:
+    """The resolved config without the deprecated ``[compact]`` section while nobody set it: its
+    defaults shown beside ``[llm]`` and ``[prompts]`` would read as a current section (a file that
+    sets it gets it shown, and the load warns on stderr where its keys moved)."""
+    if data.get("compact") == config_to_dict(MemSearchConfig())["compact"]:
+        del data["compact"]
+    return data

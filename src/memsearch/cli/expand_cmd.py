@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from memsearch.cli.options import common_options, echo_json, resolve
+from memsearch.cli.render import shown
 
 
 @click.command("expand")
@@ -42,9 +43,9 @@ def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool,
     if json_output:
         echo_json(result.to_dict())
         return
-    click.echo(f"Source: {result.source} (lines {result.start_line}-{result.end_line})")
+    click.echo(f"Source: {shown(result.source)} (lines {result.start_line}-{result.end_line})")
     if result.heading:
-        click.echo(f"Heading: {result.heading}")
+        click.echo(f"Heading: {shown(result.heading)}")
     if result.anchor is not None:
         a = result.anchor.to_dict()
         if "turn" in a:
@@ -53,6 +54,6 @@ def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool,
             click.echo(f"Session: {a['session']}")
         for key, label in (("transcript", "Transcript"), ("rollout", "Rollout"), ("db", "Database")):
             if a.get(key):
-                click.echo(f"{label}: {a[key]}")
+                click.echo(f"{label}: {shown(a[key])}")
     click.echo()
     click.echo(result.content)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from memsearch.cli.options import common_options, indexing_options, resolve
+from memsearch.cli.render import plural, shown
 from memsearch.errors import IndexingFailedError
 
 
@@ -37,14 +38,13 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
             lambda: memory.run(memory.index_with_report(force=force, progress=_progress_bar()))
         )
     for warning in report.warnings:
-        click.echo(f"Warning: {warning}", err=True)
-    click.echo(f"Indexed {report.indexed_chunks} chunks.")
+        click.echo(f"Warning: {shown(warning)}", err=True)
+    click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")
     if report.failed_files:
         for failure in report.failed_files:
-            click.echo(f"Failed: {failure.path}: {failure.error}", err=True)
-        n = len(report.failed_files)
+            click.echo(f"Failed: {shown(failure.path)}: {shown(failure.error)}", err=True)
         raise IndexingFailedError(
-            f"{n} file(s) could not be indexed",
+            f"{plural(len(report.failed_files), 'file')} could not be indexed",
             hint="fix or exclude the files listed above; the other files were indexed",
         )
 

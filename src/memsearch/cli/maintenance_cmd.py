@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memsearch.cli.render import plural, shown
 from memsearch.config import PLUGIN_TASKS
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def _report(outcomes: list[Outcome], json_output: bool) -> None:
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise MaintenanceError(
-            f"{len(failed)} maintenance task(s) failed: {', '.join(o.task for o in failed)}.",
+            f"{plural(len(failed), 'maintenance task')} failed: {', '.join(o.task for o in failed)}.",
             hint="The reasons are above and in the state file; a later run retries them.",
         )
 
@@ -157,10 +158,10 @@ def status(platform: str | None, json_output: bool) -> None:
     if json_output:
         click.echo(json.dumps({"platform": ctx.platform.name, "tasks": rows}, ensure_ascii=False))
         return
-    click.echo(f"platform: {ctx.platform.name}   memory: {ctx.memsearch_dir}")
+    click.echo(f"platform: {ctx.platform.name}   memory: {shown(ctx.memsearch_dir)}")
     for row in rows:
         state_text = "enabled" if row["enabled"] else "disabled"
-        click.echo(f"{row['task']}: {state_text}, provider {row['provider']}, writes {row['output']}")
+        click.echo(f"{row['task']}: {state_text}, provider {row['provider']}, writes {shown(row['output'])}")
         click.echo(
             f"  last run: {row['last_success_at'] or 'never'} ({row['last_action'] or '-'}); {row['why']}"
         )

@@ -7,14 +7,27 @@ from typing import Any
 import click
 
 from memsearch.cli.options import common_options, echo_json, resolve, store_flags
+from memsearch.cli.render import shown
 from memsearch.service import MAX_TOP_K  # the service refuses more (a huge top_k cost gigabytes)
 
-#: Plain output shows this many characters of a chunk, then points at ``expand``.
+#: Plain output shows this many characters of a chunk, then points at ``expand``. Every hit shows its
+#: chunk hash (a ``Chunk:`` line after the original's ``Source:`` and ``Heading:``), short ones too.
 PREVIEW_CHARS = 500
 
 
+def _words(_ctx: click.Context, _param: click.Parameter, query: str) -> str:
+    """The query, refused when blank: an empty query ranks every chunk alike (arbitrary hits)."""
+    from memsearch.errors import EmptyQueryError
+
+    if not query.strip():
+        raise EmptyQueryError(
+            "The search query is empty", hint='give words to search for, e.g. memsearch search "timeout"'
+        )
+    return query
+
+
 @click.command("search")
-@click.argument("query")
+@click.argument("query", callback=_words)
 @click.option(
     "--top-k",
     "-k",
@@ -51,9 +64,10 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
         return
     for i, r in enumerate(results, 1):
         click.echo(f"\n--- Result {i} (score: {r['score']:.4f}) ---")
-        click.echo(f"Source: {r['source']}")
+        click.echo(f"Source: {shown(r['source'])}")
         if r.get("heading"):
-            click.echo(f"Heading: {r['heading']}")
+            click.echo(f"Heading: {shown(r['heading'])}")
+        click.echo(f"Chunk: {r['chunk_hash']}")  # for `memsearch expand`, short hits too
         content = r["content"]
         if len(content) > PREVIEW_CHARS:
             click.echo(content[:PREVIEW_CHARS])

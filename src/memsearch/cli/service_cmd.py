@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memsearch.cli.options import echo_json
+from memsearch.cli.render import shown
 
 if TYPE_CHECKING:
     from memsearch.service.manage import RunningService, StopOutcome
@@ -29,7 +30,7 @@ _COLUMNS: dict[str, Callable[[RunningService], str]] = {
     "UPTIME": lambda s: _duration(s.uptime),
     "IDLE": lambda s: _duration(s.idle) if s.state == "running" else s.state,
     "RSS": lambda s: _megabytes(s.rss_bytes),
-    "STORE": lambda s: s.store + (f" ({s.command})" if s.owner == "program" else ""),
+    "STORE": lambda s: shown(s.store + (f" ({s.command})" if s.owner == "program" else "")),
 }
 
 

@@ -17,6 +17,7 @@ import click
 
 from memsearch import skills as store
 from memsearch.cli.maintenance_cmd import distill
+from memsearch.cli.render import shown
 
 #: How ``skills list`` shows each status (the original's words: candidate/installed, then whether
 #: an install or an update is ready).
@@ -186,9 +187,9 @@ def install(
         return
     for r in results:
         if r.action == "unchanged":
-            click.echo(f"Already installed: {r.path}")
+            click.echo(f"Already installed: {shown(r.path)}")
         elif r.action == "replaced":
-            click.echo(f"Installed: {r.path} (replaced; the previous file is {r.backup})")
+            click.echo(f"Installed: {shown(r.path)} (replaced; the previous file is {shown(r.backup)})")
         else:
-            click.echo(f"Installed: {r.path}")
+            click.echo(f"Installed: {shown(r.path)}")
     click.echo("Start a new agent session to load it.")

@@ -18,7 +18,7 @@ def stats(**flags: Any) -> None:
 
     cfg = resolve(flags)
     with open_memory(cfg) as memory:
-        click.echo(f"Total indexed chunks: {memory.count()}")
+        click.echo(f"Total indexed chunks: {memory.count(missing_ok=False)}")
     line = describe_service(cfg.milvus.uri)
     if line:
         click.echo(line)
@@ -50,9 +50,15 @@ def _confirm(question: str, instead: str) -> None:
     from memsearch.errors import ConfirmationNeededError
 
     try:
-        click.confirm(question, abort=True)
+        confirmed = click.confirm(question)
+    except click.Abort:  # end of input (Ctrl-D, or stdin at its end): nobody said yes
+        confirmed = False
     except RuntimeError:  # click's input() found no stdin at all
         raise ConfirmationNeededError(
             "reset needs a yes, and there is no input to read one from",
             hint=f"run `{instead}` to drop the collection without asking",
         ) from None
+    if not confirmed:
+        raise ConfirmationNeededError(
+            "reset declined: nothing was dropped", hint=f"run `{instead}` to drop the collection"
+        )

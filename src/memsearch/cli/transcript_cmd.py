@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memsearch.cli.options import echo_json
+from memsearch.cli.render import shown
 from memsearch.transcript import find_turn, format_turns, read_transcript, select_turns, turns_to_json
 
 
@@ -40,14 +41,14 @@ def transcript(path: str, turn_id: str | None, context: int, session: str | None
     """
     result = read_transcript(path, session=session)
     for warning in result.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        click.echo(f"Warning: {shown(warning)}", err=True)
     turns = select_turns(result.turns, turn_id, context)
     if json_output:
         echo_json(turns_to_json(turns))
         return
     if not turns:
         if result.format is not None:  # an empty file already got its warning
-            click.echo(f"Warning: no conversation turns in {result.path}", err=True)
+            click.echo(f"Warning: no conversation turns in {shown(result.path)}", err=True)
         return
     selected = result.turns[find_turn(result.turns, turn_id)].uuid if turn_id else None
     click.echo(format_turns(turns, selected=selected), nl=False)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memsearch.cli.options import common_options, indexing_options, resolve
+from memsearch.cli.render import plural, shown
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -180,13 +181,13 @@ class _Session:
         elif message.get("watching") and not self.started:
             self.started = True
             # Only now: a change made after this line is seen (scripts wait for it before editing).
-            click.echo(f"Watching {len(self.paths)} path(s) for changes... (Ctrl+C to stop)")
+            click.echo(f"Watching {plural(len(self.paths), 'path')} for changes... (Ctrl+C to stop)")
         elif "error" in message:
             self.on_error(
                 str(message.get("event")), error_from_payload(message["error"]), Path(message["path"])
             )
         elif "summary" in message:
-            click.echo(message["summary"])
+            click.echo(shown(message["summary"]))
 
     def _initial_report(self, data: dict[str, Any]) -> None:
         from memsearch.indexer import IndexReport
@@ -194,15 +195,15 @@ class _Session:
         report = IndexReport.from_dict(data)
         self.run.finished(report)
         for warning in report.warnings:
-            click.echo(f"Warning: {warning}", err=True)
+            click.echo(f"Warning: {shown(warning)}", err=True)
         for failure in report.failed_files:
-            click.echo(f"Failed: {failure.path}: {failure.error}", err=True)
+            click.echo(f"Failed: {shown(failure.path)}: {shown(failure.error)}", err=True)
         if report.indexed_chunks > 0:
-            click.echo(f"Indexed {report.indexed_chunks} chunks.")
+            click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")
 
 
 def _echo_event(_event_type: str, summary: str, _path: Path) -> None:
-    click.echo(summary)
+    click.echo(shown(summary))
 
 
 def _error_recorder(state: Path | None, cfg: MemSearchConfig) -> OnError:

@@ -119,6 +119,10 @@ def _start_background(ctx: HookContext) -> str:
     memory = ctx.memory_dir
     description = ctx.description()
     try:
+        if ctx.platform.keep_watch and not ctx.input.session_id:
+            # No session: a person ran the hook by hand (the troubleshooting command); a watch
+            # would be tied to their shell and outlive the check, and no session-end will come.
+            return "(no session id in the hook input, as when run by hand: no background watch started)"
         if ctx.platform.keep_watch:
             users = ctx.memsearch_dir / processes.WATCH_SESSIONS
             argv = processes.watch_argv(memory, ctx.collection, description, users_file=users)

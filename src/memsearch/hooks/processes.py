@@ -222,7 +222,7 @@ def _parent(pid: int) -> tuple[int, str]:
 
 def host_process() -> int:
     """The agent that ran this hook: the nearest ancestor that is not a shell or launcher
-    (Claude Code 2.1.197 runs ``/bin/sh -c 'bash run.sh <event>'``, and run.sh execs memsearch).
+    (Claude Code 2.1.197 runs ``/bin/sh -c 'bash run.sh <event>'``, and run.sh runs memsearch).
     0 when it cannot be told."""
     pid = os.getpid()
     for _ in range(8):

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,9 +62,30 @@ TOOL_CHARS = 200
 _NESTED_UNSET = ("CLAUDECODE",)
 
 
-def log(message: str) -> None:
-    """One line on stderr: hosts show it in their hook logs; stdout is reserved for the reply."""
-    print(f"memsearch hook: {message}", file=sys.stderr)
+#: While a caller collects the summarisers' reasons (:func:`collecting_reasons`), the list they go to.
+_REASONS: ContextVar[list[str] | None] = ContextVar("memsearch_summariser_reasons", default=None)
+
+
+def log(message: str, then: str = "") -> None:
+    """One line on stderr: hosts show it in their hook logs; stdout is reserved for the reply.
+    ``then`` says what the hook does next. While a caller collects reasons, ``message`` goes to
+    it instead: a command run by hand puts it in its own error rather than a hook's log line."""
+    reasons = _REASONS.get()
+    if reasons is not None:
+        reasons.append(message)
+    else:
+        print(f"memsearch hook: {message}" + (f"; {then}" if then else ""), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def collecting_reasons() -> Iterator[list[str]]:
+    """Collect what :func:`log` would print, for the caller's error message."""
+    reasons: list[str] = []
+    token = _REASONS.set(reasons)
+    try:
+        yield reasons
+    finally:
+        _REASONS.reset(token)
 
 
 # --- rendering a turn -------------------------------------------------------------------------
@@ -164,7 +186,7 @@ def host_cli(ctx: HookContext, name: str) -> str | None:
     """The host's CLI on the hook's PATH, or ``None`` (logged) so the chain tries the next one."""
     exe = shutil.which(name, path=ctx.env.get("PATH"))
     if exe is None:
-        log(f"{name} is not on PATH; trying the next summariser")
+        log(f"{name} is not on PATH", then="trying the next summariser")
     return exe
 
 

@@ -16,7 +16,6 @@ from memsearch.maintenance.commands import (
     run_memory_command,
 )
 from memsearch.maintenance.common import (
-    LOG_FILE,
     MAX_PROMPT_CHARS,
     MAX_TOOL_CALLS,
     MODEL_TIMEOUT,
@@ -53,14 +52,20 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
                 hint=f"Set plugins.{run.ctx.platform.name}.{run.task.name}.provider to an "
                 "[llm.providers.<name>] entry.",
             )
-        text = summarizer(
-            _with_model(run.ctx, run.settings.model or NATIVE_MODELS.get(run.ctx.platform.name, "")),
-            HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS),
-        )
+        from memsearch.hooks.summarize import collecting_reasons
+
+        with collecting_reasons() as reasons:  # into the error: a run by hand has no hook log
+            text = summarizer(
+                _with_model(run.ctx, run.settings.model or NATIVE_MODELS.get(run.ctx.platform.name, "")),
+                HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS),
+            )
         if text is None:
+            why = "; ".join(reasons) or "no reason given"
             raise MaintenanceError(
-                f"The {run.ctx.platform.agent_name} CLI gave no usable answer.",
-                hint=f"See {run.ctx.memsearch_dir / LOG_FILE} for why; the task is retried on a later run.",
+                f"The {run.ctx.platform.agent_name} CLI gave no usable answer ({why}).",
+                hint=f"Make that CLI work in a terminal, or set plugins.{run.ctx.platform.name}."
+                f"{run.task.name}.provider to an [llm.providers.<name>] entry; the task is retried on a "
+                "later run.",
             )
         return text
     from memsearch.llm import LLMSettings, backend_type

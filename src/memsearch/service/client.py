@@ -451,8 +451,8 @@ class ServiceMemory(Memory):
         anchor = data.pop("anchor", None)
         return Expansion(**data, anchor=Anchor(**anchor) if anchor else None)
 
-    def count(self) -> int:
-        return int(self._call("count"))
+    def count(self, *, missing_ok: bool = True) -> int:
+        return int(self._call("count", missing_ok=missing_ok))
 
     def reset(self) -> None:
         self._call("reset")

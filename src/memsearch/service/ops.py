@@ -31,8 +31,8 @@ async def _expand(ms: MemSearch, args: dict[str, Any]) -> Any:
     return dataclasses.asdict(expansion)
 
 
-async def _count(ms: MemSearch, _args: dict[str, Any]) -> Any:
-    return ms.count()
+async def _count(ms: MemSearch, args: dict[str, Any]) -> Any:
+    return ms.count(missing_ok=bool(args.get("missing_ok", True)))
 
 
 async def _reset(ms: MemSearch, _args: dict[str, Any]) -> None:

@@ -159,7 +159,7 @@ def too_large() -> ServiceRequestError:
 #: before the store is touched.
 ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "ping": {},
-    "count": {},
+    "count": {"missing_ok": ((bool,), False)},
     "reset": {},
     "search": {"query": ((str,), True), "top_k": ((int,), True), "source_prefix": ((str, type(None)), False)},
     "expand": {

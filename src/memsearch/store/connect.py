@@ -2,7 +2,8 @@
 
 Owns the checks made before a Lite database is opened (platform, ``.db`` suffix, a database file
 from an older Milvus Lite, its directory), waiting for a database another process holds, and the
-driver's schema types. pymilvus is imported only for a server (it costs ~0.8 s).
+driver's schema types. pymilvus is imported only for a server (it costs ~0.8 s), and installed only
+with the ``server`` extra.
 """
 
 from __future__ import annotations
@@ -102,6 +103,18 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
         time.sleep(min(LOCK_POLL_INTERVAL, remaining))
 
 
+def _pymilvus(location: StoreLocation) -> Any:
+    """pymilvus, which only a server URI needs (the ``server`` extra: it pulls pandas, ~95 MB)."""
+    try:
+        import pymilvus
+    except ImportError:
+        raise errors.StoreConnectionError(
+            f"A Milvus server ({location.display}) needs pymilvus, which is not installed",
+            hint='install it: pip install "pymilvus>=2.6" (or this package with its [server] extra)',
+        ) from None
+    return pymilvus
+
+
 def _private_store_dir(path: Path) -> None:
     """Create the database folder with mode 0700 before Milvus Lite fills it (it holds every
     indexed text), or make an existing one of ours 0700; refuse a folder that is another user's
@@ -121,7 +134,7 @@ def _private_store_dir(path: Path) -> None:
 
 
 def _open_server(location: StoreLocation, token: str | None, lock_timeout: float) -> Client:
-    from pymilvus import MilvusClient
+    MilvusClient = _pymilvus(location).MilvusClient
 
     with quiet():
         try:
@@ -162,6 +175,5 @@ def schema_types(location: StoreLocation) -> tuple[Any, Any, Any]:
         from memsearch.lite import LiteClient
 
         return LiteClient.schema_types()
-    from pymilvus import DataType, Function, FunctionType
-
-    return DataType, Function, FunctionType
+    pymilvus = _pymilvus(location)
+    return pymilvus.DataType, pymilvus.Function, pymilvus.FunctionType

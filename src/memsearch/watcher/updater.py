@@ -57,9 +57,8 @@ class IndexUpdater:
         if event.is_directory:
             removed = await self._guard(event.event_type, event.path, self._remove_tree(event.path))
             if removed:
-                self._report(
-                    "deleted", f"Removed chunks for {removed} file(s) under {event.path}", event.path
-                )
+                files = "1 file" if removed == 1 else f"{removed} files"
+                self._report("deleted", f"Removed chunks for {files} under {event.path}", event.path)
             return
         moved_from: Path | None = None
         if event.src_path is not None:
