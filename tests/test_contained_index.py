@@ -66,6 +66,12 @@ def search(hk: HookEnv, query: str, collection: str) -> str:
     return proc.stdout
 
 
+def indexed(hk: HookEnv, text: str, query: str, collection: str) -> bool:
+    """Whether a search finds ``text`` yet (a watch may not have created the collection yet)."""
+    proc = hk.memsearch("search", query, "-j", "-k", "20", "--collection", collection)
+    return proc.returncode == 0 and text in proc.stdout
+
+
 # --- the hooks' own indexing ------------------------------------------------------------------
 
 
@@ -87,11 +93,11 @@ def test_the_session_watch_indexes_no_link_at_start_or_later(hk: HookEnv) -> Non
     stdin = load_stdin("codex-session-start.json", TRANSCRIPT="", CWD=str(hk.project))
     hook_json(hk.hook("codex", "session-start", stdin, timeout=90))
     collection = hk.collection("codex")
-    wait_for(lambda: "weasyprint" in search(hk, "PDF renderer version pinned", collection), 60, 1.0)
+    wait_for(lambda: indexed(hk, "weasyprint", "PDF renderer version pinned", collection), 60, 1.0)
     # While it runs: a new link, and a new note (indexed, so the link's event was seen before it).
     (hk.memory_dir / "late.md").symlink_to(secret)
     (hk.memory_dir / "later.md").write_text("# Later\n\nThe gateway timeout is now 45 seconds.\n")
-    wait_for(lambda: "45 seconds" in search(hk, "gateway timeout seconds", collection), 60, 1.0)
+    wait_for(lambda: indexed(hk, "45 seconds", "gateway timeout seconds", collection), 60, 1.0)
     assert "AKIAEXAMPLESECRETKEY" not in search(hk, QUERY, collection)
     assert "a symbolic link" in (hk.memsearch_dir / ".watch.log").read_text()
 
@@ -137,7 +143,7 @@ def test_watch_no_follow_links_skips_links_found_at_start_and_later(hk: HookEnv)
         (hk.memory_dir / "inner-link.md").symlink_to(hk.memory_dir / "inside.md")  # a link, even inside
         (hk.memory_dir / "late.md").symlink_to(secret)
         (hk.memory_dir / "later.md").write_text("# Later\n\nThe queue drains every 7 minutes.\n")
-        wait_for(lambda: "7 minutes" in search(hk, "queue drains minutes", "ms_links_watch"), 60, 0.5)
+        wait_for(lambda: indexed(hk, "7 minutes", "queue drains minutes", "ms_links_watch"), 60, 0.5)
         hits = json.loads(search(hk, QUERY + " cache warmed", "ms_links_watch"))
         assert {Path(h["source"]).name for h in hits} <= {"inside.md", "later.md"}
     finally:
