@@ -193,3 +193,19 @@ def test_a_linked_watch_log_is_not_written_through(bare: HookEnv) -> None:
     out = hook_json(bare.hook("claude-code", "session-start", "{}", timeout=30))
     assert "WARNING: background indexing did not start" in out["systemMessage"]
     assert victim.read_text() == "export PATH=$HOME/bin:$PATH\n"
+
+
+def test_a_memory_folder_linked_out_of_the_project_gets_no_watch(hk: HookEnv) -> None:
+    outside = hk.root / "private-notes"
+    outside.mkdir()
+    (outside / "2026-06-12.md").write_text(f"## Session 10:00\n\n### 10:00\n- {SECRET}\n")
+    hk.memsearch_dir.mkdir(parents=True)
+    hk.memory_dir.symlink_to(outside)
+    stdin = load_stdin("codex-session-start.json", TRANSCRIPT="", CWD=str(hk.project))
+    proc = hk.hook("codex", "session-start", stdin, timeout=60)
+    hook_json(proc)
+    assert not (hk.memsearch_dir / ".watch.pid").exists()  # no watch, so nothing there is indexed
+    assert (
+        f"skipped {hk.memory_dir}: outside {hk.project} (a folder on the way is a symbolic link); not indexed"
+        in (proc.stderr)
+    )
