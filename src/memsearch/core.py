@@ -70,6 +70,7 @@ class MemSearch(Memory):
         embedding_cache: bool = True,
         bm25_analyzer: str = "auto",
         keep_model: bool = True,
+        follow_links: bool = True,
     ) -> None:
         #: What the store's owner needs to build the same engine for this memory's requests.
         self._settings = {k: v for k, v in locals().items() if k not in _NOT_SETTINGS}
@@ -101,6 +102,7 @@ class MemSearch(Memory):
         self._description = description
         self._ignore_files = tuple(ignore_files or ())
         self._exclude = tuple(exclude or ())
+        self._follow_links = follow_links  # False: read no link (scanner.contained_problem)
         self._reranker_model = reranker_model
         self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
@@ -301,6 +303,7 @@ class MemSearch(Memory):
             overlap_lines=self._overlap_lines,
             ignore_files=self._ignore_files,
             exclude=self._exclude,
+            follow_links=self._follow_links,
         )
         return Indexer(
             settings,

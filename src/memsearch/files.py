@@ -2,14 +2,17 @@
 
 This module owns :func:`atomic_write` (a temp file beside the target, then ``os.replace``) and the
 advisory locks (``flock``): :func:`exclusive` on an open file, :func:`lock_file` (wait for a lock
-file), :func:`try_lock` (take it or learn it is taken) and :func:`lock_is_held` (probe).
+file), :func:`try_lock` (take it or learn it is taken) and :func:`lock_is_held` (probe), and
+:func:`open_own`, how every lock and log file is opened.
 
 Why one module: manifests, index state, the config, the service's info file, the hook bookkeeping
 and the Codex config are all rewritten while other processes may read them, and the journal, the
 watch registry, the OpenCode capture passes and the memory service all serialise on a lock. Each of
 those once had its own copy of the same few lines; the details that are easy to get wrong (a temp
 name unique per writer, removing the temp file on failure, never following a link to a lock,
-close-on-exec) now live in one place. Stdlib only, cheap to import.
+close-on-exec) now live in one place. Lock and log files often sit in a project's ``.memsearch/``,
+which may come from ``git clone``: a FIFO or a link planted under their name must neither hang a
+hook nor let a log truncate the file it points to. Stdlib only, cheap to import.
 """
 
 from __future__ import annotations
@@ -22,7 +25,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write", "exclusive", "lock_file", "lock_is_held", "try_lock"]
+__all__ = ["atomic_write", "exclusive", "lock_file", "lock_is_held", "open_own", "try_lock"]
+
+_OWN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+    """A descriptor (blocking) of memsearch's own lock or log file ``path``, opened with ``flags``
+    plus no-follow and non-blocking: a link at ``path`` is never followed (ELOOP), a FIFO or device
+    there cannot hang the open and is refused with an ``OSError``, as is anything not a regular file."""
+    fd = os.open(path, flags | _OWN_FLAGS, mode)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def atomic_write(
@@ -92,7 +112,7 @@ def lock_file(path: str | os.PathLike[str], *, mode: int = 0o600) -> Iterator[No
     block, waiting while another process holds it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), mode)
+    fd = open_own(target, os.O_RDWR | os.O_CREAT, mode)
     with os.fdopen(fd, "r+b", buffering=0) as fh, exclusive(fh):
         yield
 
@@ -101,11 +121,12 @@ def try_lock(path: str | os.PathLike[str], *, mode: int = 0o600) -> int | None:
     """Take the lock file ``path`` without waiting: its open descriptor (the lock lasts until it is
     closed), or ``None`` when another process holds it.
 
-    Never follows a link at ``path``; raises ``OSError`` when the file cannot be opened or created.
+    Never follows a link at ``path`` (:func:`open_own`); raises ``OSError`` when the file cannot be
+    opened or created, or is not a regular file.
     """
     import fcntl
 
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    fd = open_own(path, os.O_RDWR | os.O_CREAT, mode)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -125,7 +146,7 @@ def lock_is_held(path: str | os.PathLike[str]) -> bool:
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_own(path, os.O_RDWR)
     except FileNotFoundError:
         return False
     try:

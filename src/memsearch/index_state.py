@@ -49,9 +49,11 @@ def _now() -> str:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    from memsearch.project_files import read_project_text
+
+    try:  # as a project file: often in a cloned repository's .memsearch/ (a FIFO must not hang us)
+        data = json.loads(read_project_text(path, path.parent))
+    except ValueError:  # missing, refused (with a warning line) or damaged
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -25,9 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, chunk_markdown, clean_content_for_embedding
-from memsearch.errors import CollectionNotFoundError, EmbeddingError, IndexingError, MemSearchError
+from memsearch.errors import (
+    CollectionNotFoundError,
+    EmbeddingError,
+    IndexingError,
+    MemSearchError,
+    NotARegularFileError,
+)
 from memsearch.manifest import FileEntry, Manifest, entry_matches, mtime_ns
-from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
+from memsearch.scanner import ScannedFile, contained_problem, decode_markdown, read_markdown_bytes, scan
 
 if TYPE_CHECKING:
     from memsearch.embeddings import EmbeddingProvider
@@ -104,6 +110,9 @@ class IndexSettings:
     overlap_lines: int = 2
     ignore_files: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    #: False: a contained index, where no link is read and nothing outside the paths (a project's
+    #: memory folder, which ``git clone`` may fill with links to the user's secrets).
+    follow_links: bool = True
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings whose change invalidates every chunk ID (stored in the manifest)."""
@@ -201,7 +210,12 @@ class Indexer:
 
     async def _index(self, force: bool, progress: Progress | None) -> IndexReport:
         s = self.settings
-        result = scan(list(s.paths), ignore_files=list(s.ignore_files), exclude=list(s.exclude))
+        result = scan(
+            list(s.paths),
+            ignore_files=list(s.ignore_files),
+            exclude=list(s.exclude),
+            follow_links=s.follow_links,
+        )
         files = result.files
         failures = [IndexFailure(path, reason) for path, reason in result.problems]
         roots = [Path(p).expanduser().resolve() for p in s.paths if Path(p).expanduser().is_dir()]
@@ -338,7 +352,7 @@ class Indexer:
         chunked: while the chunks are embedded, only they are held (a 20 MB file is ~20 MB of
         chunks, not three copies of it).
         """
-        raw = read_markdown_bytes(f.path)
+        raw = read_markdown_bytes(f.path, follow=self.settings.follow_links)
         entry = FileEntry(f.size, mtime_ns(f), hashlib.sha256(raw).hexdigest())
         if entry.sha256 == known_sha256:
             return entry, None
@@ -358,16 +372,22 @@ class Indexer:
         return await self.index(force=False, progress=progress)
 
     async def index_file(self, path: str | Path) -> int:
-        """Index one file (no ignore rules or extension check); returns chunks embedded."""
+        """Index one file (no ignore rules or extension check); returns chunks embedded. In a
+        contained index (the watcher's single changed files too) a link, or a file outside the
+        paths, raises NotARegularFileError and is not read."""
+        s = self.settings
+        if not s.follow_links:
+            roots = [Path(r).expanduser().resolve() for r in s.paths]
+            problem = contained_problem(Path(path).expanduser().absolute(), roots)
+            if problem is not None and Path(path).exists():
+                raise NotARegularFileError(f"{path} is {problem}", hint="only regular files are indexed here")
         p = Path(path).expanduser().resolve()
         if not p.is_file():
             from memsearch.errors import SourceFileNotFoundError
 
             raise SourceFileNotFoundError(f"File not found: {p}", hint="check the path")
         indexer = Indexer(
-            IndexSettings(
-                (str(p),), self.settings.model, self.settings.max_chunk_size, self.settings.overlap_lines
-            ),
+            IndexSettings((str(p),), s.model, s.max_chunk_size, s.overlap_lines, follow_links=s.follow_links),
             store=self._store,
             embedder=self._embedder,
             manifest_file=self._manifest_file,

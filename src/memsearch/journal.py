@@ -37,12 +37,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memsearch.files import exclusive
+from memsearch.files import exclusive, open_own
 from memsearch.project_files import MAX_JOURNAL_BYTES, read_project_text
 
 #: Anchor fields that name a conversation file (recorded by :mod:`memsearch.written`).
@@ -252,13 +251,7 @@ def append_entry(
             return AppendResult(path, False, previous)
     stamp = when.strftime("%H:%M")
     # Never through a symbolic link a repository shipped under today's name, never into a FIFO.
-    fd = os.open(
-        path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666
-    )
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(f"{path} is not a regular file; the journal entry was not written")
-    os.set_blocking(fd, True)
+    fd = open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     with os.fdopen(fd, "a+b") as fh, exclusive(fh):
         fh.seek(0)
         text = fh.read().decode("utf-8", errors="replace")

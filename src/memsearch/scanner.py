@@ -11,6 +11,10 @@ files or excludes are given; they are bounded by each root (never read from a ro
 an explicitly named file is always eligible. What we add: a walk never crashes or
 hangs — symlink loops, unreadable directories, broken links and FIFOs become entries in
 ``ScanResult.problems`` — and only regular files are returned, so a reader never blocks on a pipe.
+With ``follow_links=False`` a walk is *contained*: a file that is a symbolic link, or whose real
+path lies outside the root it was found under, is a problem too and never read (a project's memory
+folder arrives with ``git clone``: a link there named ``notes.md`` could point at
+``~/.aws/credentials``, and what is indexed reaches the agent through search and expand).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ __all__ = [
     "NotARegularFileError",
     "ScanResult",
     "ScannedFile",
+    "contained_problem",
     "decode_markdown",
     "read_markdown",
     "read_markdown_bytes",
@@ -214,6 +219,20 @@ def _stat_regular(path: Path, problems: list[tuple[str, str]]) -> os.stat_result
     return st
 
 
+def contained_problem(path: Path, roots: Iterable[Path]) -> str | None:
+    """Why ``path`` may not be read in a contained walk of ``roots`` (None when it may be): it is a
+    symbolic link, or its real path is in none of the (resolved) ``roots``. Judged without opening it."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return "a symbolic link (links are not followed in this index)"
+    except OSError as exc:
+        return _reason(exc)
+    real = Path(_real(path))
+    if not any(real == root or root in real.parents for root in roots):
+        return "outside the indexed folder (a folder on the way is a symbolic link)"
+    return None
+
+
 def _real(path: Path) -> str:
     try:
         return os.path.realpath(path)
@@ -228,12 +247,15 @@ def scan(
     ignore_hidden: bool = True,
     ignore_files: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
+    follow_links: bool = True,
 ) -> ScanResult:
     """Find markdown files under ``paths``; never raises for a bad file or directory.
 
     Directories are walked top-down without following symlinked directories (which is what makes
     symlink loops harmless). Files found twice (overlapping roots, links) are kept once, by real
     path; the result is sorted by path. Missing inputs are skipped silently, like the reference.
+    ``follow_links=False`` skips, as problems, files that are links or lead outside their root
+    (:func:`contained_problem`); a root named by the caller is resolved either way.
     """
     if isinstance(paths, (str, os.PathLike)):  # one path given bare: not a string of 1-char paths
         paths = [paths]
@@ -245,7 +267,11 @@ def scan(
     skipped: list[tuple[str, str]] = []
     found: dict[str, ScannedFile] = {}
 
-    def add(path: Path) -> None:
+    def add(path: Path, root: Path) -> None:
+        problem = None if follow_links else contained_problem(path, [root])
+        if problem is not None:
+            problems.append((str(path), problem))
+            return
         st = _stat_regular(path, problems)
         if st is None:
             return
@@ -265,7 +291,7 @@ def scan(
             continue
         if not is_dir:
             if root.suffix.lower() in exts:
-                add(root)
+                add(root, root)
             else:
                 skipped.append((str(raw), f"not a markdown file (only {', '.join(exts)} are indexed)"))
             continue
@@ -289,7 +315,7 @@ def scan(
                     continue
                 if matcher is not None and matcher.is_ignored(path):
                     continue
-                add(path)
+                add(path, root)
     return ScanResult(sorted(found.values(), key=lambda f: f.path), problems, skipped)
 
 
@@ -367,13 +393,15 @@ def read_markdown(path: PathLike, *, max_bytes: int = MAX_MARKDOWN_BYTES) -> Dec
     return decode_markdown(read_markdown_bytes(path, max_bytes=max_bytes), path)
 
 
-def read_markdown_bytes(path: PathLike, *, max_bytes: int = MAX_MARKDOWN_BYTES) -> bytes:
+def read_markdown_bytes(path: PathLike, *, max_bytes: int = MAX_MARKDOWN_BYTES, follow: bool = True) -> bytes:
     """The raw bytes of a markdown file, after the regular-file and size checks.
 
     For callers that hash the bytes before decoding them (the indexer), so a file is read once.
+    ``follow=False`` (a contained index) refuses a link put in the file's place since the scan.
     """
     p = Path(path)
-    with open(p, "rb", opener=_open_nonblocking) as fh:
+    opener = _open_nonblocking if follow else _open_nofollow
+    with open(p, "rb", opener=opener) as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise NotARegularFileError(
@@ -425,6 +453,11 @@ def _open_nonblocking(path: str, flags: int) -> int:
     if nonblock:
         os.set_blocking(fd, True)
     return fd
+
+
+def _open_nofollow(path: str, flags: int) -> int:
+    """:func:`_open_nonblocking` that also refuses a symbolic link (ELOOP)."""
+    return _open_nonblocking(path, flags | getattr(os, "O_NOFOLLOW", 0))
 
 
 def _mib(n: int) -> str:

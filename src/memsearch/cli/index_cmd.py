@@ -32,7 +32,10 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     from memsearch.memory import open_memory
 
     cfg = resolve(flags)
-    with open_memory(cfg, paths, keep_model=False, description=description or "") as memory:
+    follow_links = not flags.get("no_follow_links")
+    with open_memory(
+        cfg, paths, keep_model=False, description=description or "", follow_links=follow_links
+    ) as memory:
         run = IndexRun.of("index", paths, cfg)
         report = run.record(
             lambda: memory.run(memory.index_with_report(force=force, progress=_progress_bar()))

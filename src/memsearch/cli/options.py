@@ -90,6 +90,12 @@ indexing_options = _apply(
             help="Ignore-file name to honour in each folder, e.g. .gitignore (repeatable).",
         ),
         click.option("--exclude", multiple=True, help="Extra gitignore-style pattern to skip (repeatable)."),
+        click.option(
+            "--no-follow-links",
+            is_flag=True,
+            help="Read no symbolic link: a file that is one, or that lies outside PATHS, is skipped "
+            "and reported (the agent plugins index a project's memory folder so).",
+        ),
     ]
 )
 

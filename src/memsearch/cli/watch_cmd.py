@@ -66,7 +66,8 @@ def watch(paths: tuple[str, ...], description: str | None, users_file: Path | No
 
     cfg = resolve(flags)
     run = IndexRun.of("watch", paths, cfg)
-    settings = engine_settings(cfg, paths, description=description or "")
+    follow_links = not flags.get("no_follow_links")
+    settings = engine_settings(cfg, paths, description=description or "", follow_links=follow_links)
     received: list[int] = []
 
     def interrupt(signum: int, _frame: object) -> None:

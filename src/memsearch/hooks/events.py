@@ -36,6 +36,7 @@ __all__ = [
     "finish_capture",
     "finish_detached",
     "index_memory",
+    "memory_contained",
     "missing_key",
     "new_capture",
     "prompt_submit",
@@ -76,10 +77,13 @@ def missing_key(cfg: MemSearchConfig, env: Mapping[str, str]) -> str:
 
 
 def index_warning(ctx: HookContext) -> str:
-    """A warning when ``.index-state.json`` says the last index failed or has hung."""
+    """A warning when ``.index-state.json`` says the last index failed or has hung. Read as a
+    project file (a cloned repository may ship a FIFO or a link under its name)."""
+    from memsearch.project_files import read_project_text
+
     try:
-        state = json.loads((ctx.memsearch_dir / ".index-state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        state = json.loads(read_project_text(ctx.memsearch_dir / ".index-state.json", ctx.memsearch_dir))
+    except ValueError:  # missing, refused (with a warning line) or damaged
         return ""
     if not isinstance(state, dict):
         return ""
@@ -114,7 +118,7 @@ def status_line(ctx: HookContext) -> str:
 
 def _start_background(ctx: HookContext) -> str:
     """Start the platform's background indexing; a warning when that failed ("" otherwise)."""
-    if ctx.flag(NO_WATCH_ENV):
+    if ctx.flag(NO_WATCH_ENV) or not memory_contained(ctx):
         return ""
     memory = ctx.memory_dir
     description = ctx.description()
@@ -196,14 +200,15 @@ def engine_settings(ctx: HookContext) -> dict[str, Any]:
     the memory service answers the hooks with the watch's already-open engine."""
     from memsearch import core
 
-    return core.engine_settings(ctx.config, description=ctx.description())
+    return core.engine_settings(ctx.config, description=ctx.description(), follow_links=False)
 
 
 def open_project_memory(ctx: HookContext) -> Memory:
     """This project's memory (its memory folder, with the watch's settings), through the store's
     owner; a service is started on demand when nobody owns the store (``service.autostart``). A
     hook process searches or indexes once and exits, so a model it loads itself is dropped as
-    soon as it has embedded."""
+    soon as it has embedded. Contained (``follow_links=False``): a link in the folder, which a cloned
+    repository may have put there, is never indexed."""
     from memsearch.memory import open_memory
 
     return open_memory(
@@ -212,7 +217,19 @@ def open_project_memory(ctx: HookContext) -> Memory:
         start=True,
         keep_model=False,
         description=ctx.description(),
+        follow_links=False,
     )
+
+
+def memory_contained(ctx: HookContext) -> bool:
+    """Whether the memory folder lies inside the project's files root; a ``.memsearch`` or
+    ``memory`` folder that is a link out of it is never indexed (one warning line says so)."""
+    from memsearch.project_files import is_inside, warn
+
+    if is_inside(ctx.memory_dir, ctx.files_root):
+        return True
+    warn(ctx.memory_dir, f"outside {ctx.files_root} (a folder on the way is a symbolic link); not indexed")
+    return False
 
 
 def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, Any]]:
@@ -287,6 +304,8 @@ def index_memory(ctx: HookContext) -> None:
     from memsearch.index_state import IndexRun
 
     paths = [str(ctx.memory_dir)]
+    if not memory_contained(ctx):
+        return
     try:
         run = IndexRun.of("index", paths, ctx.config, memsearch_dir=str(ctx.memsearch_dir))
         ctx.description()

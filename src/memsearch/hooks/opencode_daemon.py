@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsearch.files import lock_file
+from memsearch.files import atomic_write, lock_file
 from memsearch.hooks.base import HookContext, HookInput, Platform, disabled
 from memsearch.hooks.collection import absolute_path
 from memsearch.hooks.summarize import log
@@ -302,6 +302,8 @@ def default_db(env: Mapping[str, str]) -> Path:
 
 def main(platform: Platform, argv: Sequence[str] | None = None) -> int:
     """``python -m memsearch.hooks.opencode_daemon [--db PATH] [--poll-interval S] [--once]``."""
+    from memsearch.hooks import processes
+
     parser = argparse.ArgumentParser(prog="memsearch-opencode-daemon", description=__doc__.splitlines()[0])
     parser.add_argument("project", nargs="?", default=os.getcwd(), help="the OpenCode worktree")
     parser.add_argument("--db", default=None, help="OpenCode's database (default: where OpenCode keeps it)")
@@ -324,11 +326,11 @@ def main(platform: Platform, argv: Sequence[str] | None = None) -> int:
     if not _defer(pid_file, parent):
         return 0  # another OpenCode window of this project polls, and will journal our turns
     memsearch_dir.mkdir(parents=True, exist_ok=True)
-    pid_file.write_text(str(os.getpid()), encoding="utf-8")
+    atomic_write(pid_file, str(os.getpid()))  # replaces a link planted there, never writes through it
 
     def release() -> None:
         with contextlib.suppress(OSError):
-            if pid_file.read_text(encoding="utf-8").strip() == str(os.getpid()):
+            if processes.read_pid(pid_file) == os.getpid():
                 pid_file.unlink()
 
     try:

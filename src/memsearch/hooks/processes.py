@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsearch.files import atomic_write, lock_file
+from memsearch.files import atomic_write, lock_file, open_own
+from memsearch.project_files import read_project_text
 
 __all__ = [
     "INDEX_PID",
@@ -82,12 +83,23 @@ def watch_argv(
     memory_dir: Path, collection: str, description: str, users_file: Path | None = None
 ) -> list[str]:
     """The watch a hook starts; with ``users_file`` it stops by itself when nobody uses it."""
-    argv = memsearch_argv("watch", str(memory_dir), "--collection", collection, "--description", description)
+    argv = index_argv(memory_dir, collection, description, command="watch")
     return [*argv, "--users-file", str(users_file)] if users_file is not None else argv
 
 
-def index_argv(memory_dir: Path, collection: str, description: str) -> list[str]:
-    return memsearch_argv("index", str(memory_dir), "--collection", collection, "--description", description)
+def index_argv(memory_dir: Path, collection: str, description: str, *, command: str = "index") -> list[str]:
+    """``memsearch index`` (or ``watch``) of a project's memory folder: contained
+    (``--no-follow-links``), since a cloned repository may ship links there to the user's files.
+    The folder stays right after the command word, where :func:`is_running` looks for it."""
+    return memsearch_argv(
+        command,
+        str(memory_dir),
+        "--collection",
+        collection,
+        "--description",
+        description,
+        "--no-follow-links",
+    )
 
 
 def spawn_detached(
@@ -105,7 +117,9 @@ def spawn_detached(
     ``stdin_data`` is written to the child's stdin, which is then closed; the call does not wait
     for the child.
     """
-    out = open(log, "ab" if append else "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    out: int = subprocess.DEVNULL
+    if log is not None:  # a FIFO or link planted under the log's name is refused (OSError)
+        out = open_own(log, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC), 0o666)
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -118,8 +132,8 @@ def spawn_detached(
             close_fds=True,
         )
     finally:
-        if log is not None and not isinstance(out, int):
-            out.close()  # the child holds its own descriptor
+        if log is not None:
+            os.close(out)  # the child holds its own descriptor
     if stdin_data is not None and proc.stdin is not None:
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.write(stdin_data)
@@ -262,9 +276,11 @@ class WatchUser:
 
 
 def read_pid(path: Path) -> int | None:
+    """The pid recorded in ``path``; None when it is missing, garbled or refused (a project file:
+    a cloned repository may ship a FIFO or a link under the name)."""
     try:
-        return int(path.read_text(encoding="utf-8").split()[0])
-    except (OSError, ValueError, IndexError):
+        return int(read_project_text(path, path.parent).split()[0])
+    except (ValueError, IndexError):
         return None
 
 
@@ -288,10 +304,7 @@ def stop_process(pid: int, expected: Sequence[str], grace: float = STOP_GRACE) -
 
 
 def _read_users(path: Path) -> list[WatchUser]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
+    lines = read_project_text(path, path.parent).splitlines()
     return [WatchUser.parse(line) for line in lines if line.strip()]
 
 

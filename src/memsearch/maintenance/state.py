@@ -12,8 +12,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.files import try_lock
 from memsearch.maintenance.common import LOCK_FILE, RETRY_AFTER_HOURS, STATE_FILE, write_text
-from memsearch.project_files import MAX_JOURNAL_BYTES, project_files, read_project_bytes
+from memsearch.project_files import MAX_JOURNAL_BYTES, project_files, read_project_bytes, read_project_text
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
@@ -118,8 +119,8 @@ def _parse_time(value: Any) -> dt.datetime | None:
 def load_state(memsearch_dir: Path) -> dict[str, dict[str, Any]]:
     """The state file; a missing or damaged one counts as empty (every task is then due)."""
     try:
-        data = json.loads((memsearch_dir / STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_project_text(memsearch_dir / STATE_FILE, memsearch_dir))
+    except ValueError:  # "" (missing, or refused with a warning: a FIFO, a link) or damaged
         return {}
     if not isinstance(data, dict):
         return {}
@@ -168,16 +169,12 @@ def check_due(
 def run_lock(memsearch_dir: Path) -> Iterator[bool]:
     """Hold the memory folder's maintenance lock; yields False (at once) when another process has
     it. A ``flock`` dies with its holder, so a crashed run never leaves the tasks locked."""
-    import fcntl
-
     memsearch_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(memsearch_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = try_lock(memsearch_dir / LOCK_FILE)  # a planted FIFO or link is refused (OSError)
+    if fd is None:
+        yield False
+        return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         yield True

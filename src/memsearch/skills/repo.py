@@ -18,7 +18,7 @@ from memsearch.errors import (
     MemSearchError,
     SkillWriteError,
 )
-from memsearch.files import atomic_write
+from memsearch.files import atomic_write, lock_file
 from memsearch.skills.names import META_FILE
 
 #: Identity of the automatic commits, so ``git log`` tells them from a person's.
@@ -106,18 +106,8 @@ def file_errors(what: str) -> Iterator[None]:
 def store_lock(memsearch_dir: Path) -> Iterator[None]:
     """One writer at a time (two sessions may distil or install at once); git's own index lock
     would make the second fail instead of wait."""
-    memsearch_dir.mkdir(parents=True, exist_ok=True)
-    with open(memsearch_dir / _LOCK_NAME, "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory lock, the git index lock still guards
-            yield
-            return
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with lock_file(memsearch_dir / _LOCK_NAME):  # a planted FIFO or link is refused (OSError)
+        yield
 
 
 def write_text(path: Path, text: str) -> None:
