@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
+from memsearch.errors import CollectionNotFoundError, UnknownProviderError
 from memsearch.interface import Memory, drive
 from memsearch.ownership import HERE, LOOPLESS
 from memsearch.ownership import at_owner as _at_owner
@@ -78,8 +79,6 @@ class MemSearch(Memory):
         from memsearch.embeddings import DEFAULT_MODELS, PROVIDERS
 
         if embedding_provider not in PROVIDERS:
-            from memsearch.errors import UnknownProviderError
-
             raise UnknownProviderError(
                 f"Unknown embedding provider '{embedding_provider}'. "
                 f"Available: {', '.join(sorted(PROVIDERS))}",
@@ -511,8 +510,6 @@ class MemSearch(Memory):
     @_at_owner
     def count(self, *, missing_ok: bool = True) -> int:
         """Chunks in the collection; 0 for none (never indexed, or reset) unless not ``missing_ok``."""
-        from memsearch.errors import CollectionNotFoundError
-
         try:
             return self._read_store().count()
         except CollectionNotFoundError:
