@@ -101,7 +101,9 @@ def test_invalid_chunk_hashes(value: str) -> None:
         validate_chunk_hash(value)
     assert isinstance(info.value, ValueError)
     assert str(info.value) == f"'{value}' is not a chunk hash: expected hexadecimal like 57f026237c0da79b"
-    assert info.value.hint == "copy the chunk_hash from `memsearch search --json-output`"
+    assert info.value.hint == (
+        "copy it from the `Chunk:` line of a `memsearch search` hit (chunk_hash in --json-output)"
+    )
 
 
 # --- anchors ----------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def validate_chunk_hash(value: str) -> str:
     if not candidate or len(candidate) > _MAX_HASH_LEN or not set(candidate) <= _HEX:
         raise InvalidChunkHashError(
             f"'{value}' is not a chunk hash: expected hexadecimal like 57f026237c0da79b",
-            hint="copy the chunk_hash from `memsearch search --json-output`",
+            hint="copy it from the `Chunk:` line of a `memsearch search` hit (chunk_hash in --json-output)",
         )
     return candidate
 
