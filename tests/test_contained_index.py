@@ -29,6 +29,9 @@ from test_hooks import claude_stop_stdin, claude_transcript
 SECRET = "aws_secret_access_key = AKIAEXAMPLESECRETKEY"
 QUERY = "aws secret access key AKIAEXAMPLESECRETKEY"
 
+#: A session start as Claude Code sends it (with no session id a hand run starts no watch at all).
+SESSION = json.dumps({"session_id": "trust-test-session"})
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
@@ -113,7 +116,7 @@ def test_index_no_follow_links_reports_the_link_and_the_default_still_follows_it
     assert proc.returncode == 1
     link = hk.memory_dir / "aws-notes.md"
     assert f"Failed: {link}: a symbolic link (links are not followed in this index)" in proc.stderr
-    assert "Error: 1 file(s) could not be indexed" in proc.stderr
+    assert "Error: 1 file could not be indexed" in proc.stderr
     assert "make release" in search(hk, "how do releases go out", "ms_links_cli")
     assert "AKIAEXAMPLESECRETKEY" not in search(hk, QUERY, "ms_links_cli")
     # A user's own `memsearch index` follows links, as the original does.
@@ -177,7 +180,7 @@ def test_fifo_process_files_do_not_hang_session_start(bare: HookEnv, names: tupl
     for fifo in fifos:
         os.mkfifo(fifo)
     try:
-        out = hook_json(bare.hook("claude-code", "session-start", "{}", timeout=30))
+        out = hook_json(bare.hook("claude-code", "session-start", SESSION, timeout=30))
     finally:  # the fixture's clean-up reads the pid file: not through a FIFO (an older memsearch blocks)
         for fifo in fifos:
             if fifo.is_fifo():
@@ -190,7 +193,7 @@ def test_a_linked_watch_log_is_not_written_through(bare: HookEnv) -> None:
     victim.write_text("export PATH=$HOME/bin:$PATH\n")
     bare.memsearch_dir.mkdir(parents=True)
     (bare.memsearch_dir / ".watch.log").symlink_to(victim)
-    out = hook_json(bare.hook("claude-code", "session-start", "{}", timeout=30))
+    out = hook_json(bare.hook("claude-code", "session-start", SESSION, timeout=30))
     assert "WARNING: background indexing did not start" in out["systemMessage"]
     assert victim.read_text() == "export PATH=$HOME/bin:$PATH\n"
 

@@ -141,7 +141,7 @@ def test_default_config_searches_and_indexes_the_originals_index(
     # An edited file is embedded with the original's model, into the same 1024-d collection.
     (notes / "food.md").write_text("# Dinner\n\nA pasta recipe and a milvus database.\n")
     r = cli_run("index", str(notes), *uri)
-    assert r.stdout == "Indexed 1 chunks.\n", r.output
+    assert r.stdout == "Indexed 1 chunk.\n", r.output
     with MilvusStore(str(original_index), dimension=None) as store:
         assert store.dimension == DIMENSION and store.count() == 2
 

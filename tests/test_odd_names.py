@@ -22,7 +22,7 @@ def test_a_file_name_that_is_not_utf8_is_indexed_and_found(tmp_path: Path) -> No
     r = runner.invoke(
         cli, ["index", str(notes), "--provider", "hash", "--milvus-uri", db], catch_exceptions=False
     )
-    assert (r.exit_code, r.stdout) == (0, "Indexed 1 chunks.\n"), r.output
+    assert (r.exit_code, r.stdout) == (0, "Indexed 1 chunk.\n"), r.output
     r = runner.invoke(
         cli,
         ["search", "nightly backup", "--provider", "hash", "--milvus-uri", db, "--json-output"],

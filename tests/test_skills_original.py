@@ -18,7 +18,9 @@ pytestmark = pytest.mark.host
 DESC = "Deploy the app to staging. Use when asked to deploy."
 
 
-def run(cli: list[str], project: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def run(
+    cli: list[str], project: Path, *args: str, stdin: str = "", check: bool = True
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSEARCH_")}
     proc = subprocess.run(
         [*cli, "skills", *args],
@@ -29,7 +31,7 @@ def run(cli: list[str], project: Path, *args: str, stdin: str = "") -> subproces
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 0, f"{cli} skills {args}: {proc.stdout}{proc.stderr}"
+    assert proc.returncode == 0 or not check, f"{cli} skills {args}: {proc.stdout}{proc.stderr}"
     return proc
 
 
@@ -72,10 +74,16 @@ def test_we_read_and_update_the_originals_store(tmp_path: Path) -> None:
 
     run(theirs, project, "add", "--name", "deploy", "--description", DESC, "--body-file", "-", stdin="1. b\n")
     assert run(OURS, project, "list").stdout == f"- deploy [installed, update ready] - {DESC}\n"
-    # The original's install is recognised as one we may update in place (not a user's skill).
-    done = run(OURS, project, "install", "deploy", "--path", "dest")
-    assert done.stdout.startswith(f"Installed: {project / 'dest' / 'deploy' / 'SKILL.md'}\n")
-    assert "1. b" in (project / "dest" / "deploy" / "SKILL.md").read_text()
+    # Only the original's meta.json vouches for its install, and a repository can ship one: the
+    # copy is treated as the user's (issue 21), so it is replaced only with --force, which keeps
+    # it as SKILL.md.bak; from then on our own record lets later updates go in place.
+    installed = project / "dest" / "deploy" / "SKILL.md"
+    refused = run(OURS, project, "install", "deploy", "--path", "dest", check=False)
+    assert refused.returncode == 1 and "is not a copy memsearch installed" in refused.stderr
+    assert "1. a" in installed.read_text()
+    done = run(OURS, project, "install", "deploy", "--path", "dest", "--force")
+    assert done.stdout.startswith(f"Installed: {installed} (replaced; the previous")
+    assert "1. b" in installed.read_text() and "1. a" in installed.with_name("SKILL.md.bak").read_text()
     log = subprocess.run(
         ["git", "-C", str(project / ".memsearch" / "skill-candidates"), "log", "--format=%s"],
         capture_output=True,
