@@ -96,7 +96,7 @@ def test_dimension_mismatch_after_model_change_says_how_to_reindex(notes: Path, 
 
 def test_malformed_toml(notes: Path, tmp_path: Path) -> None:
     cfg = Path.home() / ".memsearch" / "config.toml"
-    cfg.parent.mkdir(parents=True)
+    cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text("[embedding\nprovider = 'onnx'\n")
     r = invoke("index", str(notes), "--milvus-uri", str(tmp_path / "m.db"))
     assert_one_error(r, str(cfg))
@@ -104,7 +104,7 @@ def test_malformed_toml(notes: Path, tmp_path: Path) -> None:
 
 def test_unset_env_reference(notes: Path, tmp_path: Path) -> None:
     cfg = Path.home() / ".memsearch" / "config.toml"
-    cfg.parent.mkdir(parents=True)
+    cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text('[embedding]\nprovider = "openai"\napi_key = "env:MEMSEARCH_TEST_UNSET"\n')
     r = invoke("search", "x", "--milvus-uri", str(tmp_path / "m.db"))
     assert_one_error(r, "MEMSEARCH_TEST_UNSET")

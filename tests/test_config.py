@@ -344,7 +344,7 @@ def test_malformed_project_toml(isolated_env: Path) -> None:
 
 def test_non_utf8_and_unreadable_files(isolated_env: Path) -> None:
     path = C.global_config_path()
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b'[milvus]\nuri = "\xff"\n')
     with pytest.raises(ConfigError, match="not UTF-8"):
         C.load_config_file(path)

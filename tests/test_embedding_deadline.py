@@ -45,7 +45,7 @@ def test_a_silent_server_fails_within_the_deadline_and_keeps_the_index(
     fake_api: FakeEmbeddingServer,  # noqa: F811
 ) -> None:
     home = tmp_path / "home"
-    (home / ".memsearch").mkdir(parents=True)
+    (home / ".memsearch").mkdir(parents=True, exist_ok=True)
     (home / ".memsearch" / "config.toml").write_text(
         f'[embedding]\nprovider = "{provider}"\nmodel = "m"\n'
         f'base_url = "{fake_api.url}{PROVIDERS[provider]}"\ntimeout = 1\n'

@@ -34,7 +34,7 @@ from memsearch.embeddings.onnx import (
 )
 from memsearch.errors import ModelNotFoundError
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.fresh_caches]
 __all__ = ["fake_api"]  # the fixture, used by name
 
 

@@ -12,6 +12,8 @@ import pytest
 from memsearch import jieba_dict
 from memsearch.jieba_dict import CompactFreq
 
+pytestmark = pytest.mark.fresh_caches  # these build the jieba table themselves
+
 DICT = Path(jieba.__file__).parent / jieba.DEFAULT_DICT_NAME
 
 

@@ -14,7 +14,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memsearch.jieba_loader import KNOWN_JIEBA, KNOWN_TOTAL, NON_HAN_ENTRIES
+
+pytestmark = pytest.mark.fresh_caches  # these build the jieba table themselves
 
 ROOT = Path(__file__).resolve().parents[1]
 

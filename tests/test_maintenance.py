@@ -710,7 +710,7 @@ def test_with_nothing_enabled_a_run_reports_disabled_and_writes_nothing(tmp_path
     project = tmp_path / "p"
     project.mkdir()
     home = tmp_path / "home"
-    (home / ".memsearch").mkdir(parents=True)
+    (home / ".memsearch").mkdir(parents=True, exist_ok=True)
     proc = memsearch(project, home, "maintenance", "run")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [f"{t}: disabled" for t in mt.TASKS]

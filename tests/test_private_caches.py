@@ -27,7 +27,10 @@ from cli_process import memsearch
 from fake_servers import FakeEmbeddingServer, fake_api  # noqa: F401  (fixture)
 from other_user import OTHER_UID, as_other_user
 
-pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="plants other users' files: needs root")
+pytestmark = [
+    pytest.mark.skipif(os.getuid() != 0, reason="plants other users' files: needs root"),
+    pytest.mark.fresh_caches,
+]
 
 NOTE_ZH = "# 部署笔记\n\n今天我们讨论了向量数据库的索引策略和中文分词，预发布数据库监听端口 6543。\n"
 NOTE_EN = "# Deploy\n\nThe staging database listens on port 6543.\n\n## Food\n\nWe ate noodles for lunch.\n"

@@ -65,7 +65,7 @@ def use_fake_api(api: FakeEmbeddingServer, uri: str) -> None:
 )
 def test_numbers_in_the_global_file_are_finite_and_in_range(toml: str, key: str, shown: str) -> None:
     folder = Path(os.environ["HOME"]) / ".memsearch"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     (folder / "config.toml").write_text(toml)
     with pytest.raises(ConfigValueError, match=rf"'{key}' in .*config\.toml: {re.escape(shown)}") as info:
         resolve_config()
@@ -189,6 +189,7 @@ def test_a_file_name_with_control_characters_never_stops_its_neighbours(
     assert (proc.returncode, proc.stdout) == (0, "Indexed 0 chunks.\n"), proc.stderr
 
 
+@pytest.mark.fresh_caches
 def test_a_memsearch_home_that_cannot_be_created_is_one_error_line(tmp_path: Path) -> None:
     """``~/.memsearch`` is a file: the run folder of the memory service cannot be made there."""
     (Path(os.environ["HOME"]) / ".memsearch").write_text("not a folder")
