@@ -18,6 +18,7 @@ hook nor let a log truncate the file it points to. Stdlib only, cheap to import.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -37,7 +38,7 @@ def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int
     fd = os.open(path, flags | _OWN_FLAGS, mode)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

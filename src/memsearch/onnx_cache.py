@@ -47,11 +47,7 @@ def _stamp(st: os.stat_result) -> list[int]:
 
 def _sha256(path: Path) -> str:
     """The sha256 of the regular file of ours at ``path`` (never follows a link or blocks)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            raise OSError(f"{path} is not a regular file of yours")
+    with os.fdopen(private.open_ours(path), "rb") as fh:
         digest = hashlib.sha256()
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)

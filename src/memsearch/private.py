@@ -37,6 +37,7 @@ __all__ = [
     "FILE_MODE",
     "dir_problem",
     "home",
+    "open_ours",
     "private_dir",
     "read_private",
     "restrict_umask",
@@ -45,7 +46,6 @@ __all__ = [
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC
 
 
 def _uid() -> int:
@@ -125,43 +125,37 @@ def home_dir(name: str) -> Path:
     return private_dir(home() / name)
 
 
-def read_private(path: Path, *, limit: int | None = None) -> bytes:
-    """The bytes of ``path`` (at most ``limit``) if it is a regular file owned by us.
-
-    Never blocks on a FIFO or device and never follows a link at ``path``; raises
-    FileNotFoundError when it is missing and an ``OSError`` when it is not a regular
-    file of ours (callers treat both as "no cache")."""
+def open_ours(path: Path, flags: int = os.O_RDONLY, mode: int = FILE_MODE) -> int:
+    """A descriptor of ``path`` if it is a regular file owned by us: :func:`memsearch.files.open_own`
+    (never follows a link at ``path``, never blocks on a FIFO or device) plus the owner, checked on
+    the opened descriptor. FileNotFoundError when it is missing (and ``flags`` do not create it),
+    another ``OSError`` saying why otherwise (callers treat both as "no cache")."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = files.open_own(path, flags, mode)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
         raise OSError(f"{path}: cannot open it safely ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        if st.st_uid != _uid():
-            raise OSError(f"{path} belongs to uid {st.st_uid}, not to you")
+    owner = os.fstat(fd).st_uid
+    if owner != _uid():
+        os.close(fd)
+        raise OSError(f"{path} belongs to uid {owner}, not to you")
+    return fd
+
+
+def read_private(path: Path, *, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` (at most ``limit``) if it is a regular file of ours (:func:`open_ours`)."""
+    with os.fdopen(open_ours(path), "rb") as fh:
         return fh.read() if limit is None else fh.read(limit)
 
 
 def check_file(path: Path) -> os.stat_result:
-    """``path``'s stat if it is a regular file of ours (checked on the opened descriptor, without
-    following a link or blocking), else an ``OSError`` (FileNotFoundError if missing)."""
+    """``path``'s stat if it is a regular file of ours (:func:`open_ours`)."""
+    fd = open_ours(path)
     try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise OSError(f"{path}: cannot open it safely ({exc.strerror or exc})") from None
-    try:
-        st = os.fstat(fd)
+        return os.fstat(fd)
     finally:
         os.close(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid():
-        raise OSError(f"{path} is not a regular file of yours")
-    return st
 
 
 def write_private(path: Path, data: bytes | str) -> None:

@@ -27,6 +27,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from memsearch import files
+
 __all__ = [
     "MAX_JOURNAL_BYTES",
     "MAX_SMALL_FILE_BYTES",
@@ -45,9 +47,6 @@ MAX_JOURNAL_BYTES = 100 * 1024 * 1024
 #: is capped at 40,000 characters).
 MAX_SMALL_FILE_BYTES = 1024 * 1024
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 _warned: set[str] = set()
 
@@ -106,7 +105,7 @@ def read_project_bytes(path: Path, root: Path, *, max_bytes: int = MAX_SMALL_FIL
         warn(path, f"outside {root} (a folder on the way is a symbolic link)")
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+        fd = files.open_own(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -117,9 +116,6 @@ def read_project_bytes(path: Path, root: Path, *, max_bytes: int = MAX_SMALL_FIL
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            warn(path, "not a regular file")
-            return None
         if st.st_size > max_bytes:
             warn(path, f"{st.st_size} bytes, more than the {max_bytes} read from such a file")
             return None

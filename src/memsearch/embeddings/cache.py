@@ -17,7 +17,6 @@ import hashlib
 import logging
 import os
 import sqlite3
-import stat
 import sys
 import threading
 import time
@@ -109,16 +108,12 @@ class EmbeddingCache:
         another user's), which turns the cache off. Checked on the opened descriptor, which never
         follows a link and never blocks."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(self.path, flags, private.FILE_MODE)
+            fd = private.open_ours(self.path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
-            raise sqlite3.OperationalError(f"cannot open the file safely: {exc.strerror or exc}") from None
+            raise sqlite3.OperationalError(str(exc)) from None
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-                raise sqlite3.OperationalError("not a regular file of yours")
-            if st.st_mode & 0o077:
+            if os.fstat(fd).st_mode & 0o077:
                 os.fchmod(fd, private.FILE_MODE)
         finally:
             os.close(fd)
