@@ -54,14 +54,16 @@ def uri(tmp_path: Path, memory: Path) -> str:
     return uri
 
 
-def start_service(uri: str) -> subprocess.Popen[str]:
+def start_service(uri: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``memsearch serve`` for ``uri`` (more ``flags``, ``env`` over ours), once it answers ready."""
     log = Path(uri).with_suffix(".serve.log")
     with log.open("w") as out:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(
-            [sys.executable, "-m", "memsearch", "serve", "--milvus-uri", uri],
+            [sys.executable, "-m", "memsearch", "serve", "--milvus-uri", uri, *flags],
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
+            env={**os.environ, **(env or {})},
         )
     client = ServiceClient(service_paths(uri))
     deadline = time.monotonic() + 120

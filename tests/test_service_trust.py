@@ -25,7 +25,8 @@ import pytest
 
 from cli_process import memsearch
 from fake_servers import FakeEmbeddingServer, JsonHandler, fake_api, serving
-from memsearch.service import ServiceClient, service_paths
+from memsearch.service import service_paths
+from test_service import start_service
 
 __all__ = ["fake_api"]  # the fixture, used by name
 
@@ -41,32 +42,6 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "Hint:" in errors[0] or any(line.lstrip().startswith("Hint") for line in lines), proc.stderr
     return errors[0]
-
-
-def start_serve(uri: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """``memsearch serve`` for ``uri``, once it answers ``ready``."""
-    log = Path(uri).with_suffix(".serve.log")
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memsearch", "serve", "--milvus-uri", uri, *flags],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, **(env or {})},
-        )
-    client = ServiceClient(service_paths(uri))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        try:
-            info = client.ping()
-            if info.get("pid") == proc.pid and info.get("ready"):
-                return proc
-        except Exception:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise AssertionError("service did not come up")
 
 
 def stop(proc: subprocess.Popen[str], timeout: float = 30) -> int:
@@ -99,7 +74,7 @@ def openai_serve(tmp_path: Path, memory: Path, fake_api: FakeEmbeddingServer) ->
     """A ``memsearch serve`` with the OpenAI provider whose own key is ``owner-secret``."""
     uri = str(tmp_path / "keys.db")
     common = {"OPENAI_BASE_URL": f"{fake_api.url}/v1"}
-    proc = start_serve(uri, *OPENAI, env={**common, "OPENAI_API_KEY": "owner-secret"})
+    proc = start_service(uri, *OPENAI, env={**common, "OPENAI_API_KEY": "owner-secret"})
     yield uri, common
     assert stop(proc) == 0
 
@@ -213,7 +188,7 @@ def test_the_engine_reads_credential_variables_only_through_callerenv() -> None:
 def test_a_store_deleted_under_a_running_service_is_recreated_by_index(tmp_path: Path, memory: Path) -> None:
     uri = str(tmp_path / "gone.db")
     assert memsearch("index", str(memory), "--milvus-uri", uri).returncode == 0
-    proc = start_serve(uri)
+    proc = start_service(uri)
     try:
         shutil.rmtree(uri)
         # A read says what a read of a missing store says (and creates nothing), not the old rows.
@@ -247,7 +222,7 @@ def test_a_store_replaced_under_a_running_service_is_read_from_its_new_directory
     (only / "note.md").write_text("# Lighthouse\n\nThe lighthouse keeper logs the fog horn schedule.\n")
     assert memsearch("index", str(memory), "--milvus-uri", uri).returncode == 0
     assert memsearch("index", str(only), "--milvus-uri", other).returncode == 0
-    proc = start_serve(uri)
+    proc = start_service(uri)
     try:
         shutil.rmtree(uri)
         shutil.copytree(other, uri)
@@ -291,7 +266,7 @@ def test_a_hung_request_neither_hangs_its_client_nor_others_nor_sigterm(
     flags = ("--provider", "ollama", "--model", "fake-embed", "--milvus-uri", uri)
     env = {"OLLAMA_HOST": hanging_ollama, "MEMSEARCH_SERVICE_TIMEOUT": "2"}
     assert memsearch("index", str(memory), *flags, env=env).returncode == 0
-    proc = start_serve(uri, *flags[:4], env=env)
+    proc = start_service(uri, *flags[:4], env=env)
     try:
         started = time.monotonic()
         hung = memsearch("search", HANGING, *flags, env=env, timeout=120)
