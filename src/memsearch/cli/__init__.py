@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Keep PROJECT.md, USER.md and skill candidates current from the journals.",
     ),
     "skills": ("memsearch.cli.skills_cmd:skills", "Review and install skills distilled from memory."),
+    "mcp": ("memsearch.cli.mcp_cmd:mcp", "Serve this project's memory as an MCP server over stdio."),
     "hook": ("memsearch.cli.hook_cmd:hook", "Run an agent plugin hook (called by the plugins' shims)."),
 }
 #: Commands that work but are left out of ``memsearch --help`` (plumbing for the agent plugins).

@@ -1,0 +1,50 @@
+"""``memsearch mcp``: serve the memory to an MCP client (an agent host) over stdin/stdout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memsearch.cli.options import common_options
+
+
+@click.command("mcp")
+@click.option(
+    "--project",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="The project whose memory to serve (default: the git root of the working folder, "
+    "else the working folder; MEMSEARCH_DIR names a shared memory folder, as for the plugins).",
+)
+@click.option(
+    "--max-result-chars",
+    type=click.IntRange(min=1000, max=200_000),
+    default=None,
+    help="Characters one tool result may hold (default 6000); a result cut short says how to get the rest.",
+)
+@common_options
+def mcp(project: str | None, max_result_chars: int | None, **flags: Any) -> None:
+    """Serve this project's memory as an MCP server over stdio (for agent hosts).
+
+    Without --collection the project and its collection follow the agent plugins' rules, so the
+    server and a host's plugin share one memory. Stops when the client closes stdin.
+
+    \b
+    Example:
+      claude mcp add memsearch -- memsearch mcp
+    """
+    from memsearch.errors import MemSearchError
+
+    try:
+        from memsearch.mcp.server import run_stdio
+    except ImportError as exc:  # the SDK is an optional extra
+        raise MemSearchError(
+            f"the MCP server needs the mcp package ({exc.name or exc})",
+            hint="pip install 'mcp>=2,<3' (the checkout's mcp extra: pip install -e '.[mcp]')",
+        ) from None
+    from memsearch.mcp.budget import DEFAULT_RESULT_CHARS, Budget
+    from memsearch.mcp.scope import McpScope
+
+    scope = McpScope.build(flags, project)
+    run_stdio(scope, Budget(result_chars=max_result_chars or DEFAULT_RESULT_CHARS))
