@@ -1,0 +1,250 @@
+"""``memsearch mcp`` as a host runs it: a real ``python -m memsearch mcp`` process driven by the MCP
+SDK's own client over stdio, on a real Milvus Lite store indexed with the real ONNX model.
+
+The CLI processes beside it are real too (``cli_process``), so a test of "the server and the CLI on
+one store" is what a user sees: nobody is locked out while the server runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from cli_process import memsearch
+from memsearch.hooks.collection import derive_collection
+from memsearch.journal import JournalEntry, append_entry
+
+pytestmark = pytest.mark.model
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TURN = "1b6bc284-5dfb-5e78-916b-c75956e8a024"  # a user turn of the Claude Code fixture
+
+
+def _project(work: Path) -> Path:
+    """A git project with one journal, as a plugin would have left it."""
+    project = work / "proj"
+    (project / ".git").mkdir(parents=True)
+    memory = project / ".memsearch" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "2026-11-30.md").write_text(
+        "# 2026-11-30\n\n## Session 10:00\n\n### 10:00\n"
+        "- Checkout timed out because the Redis connection pool had only two connections.\n"
+        "- We raised the pool to twenty and set a five second timeout.\n\n"
+        "## Session 15:00\n\n### 15:00\n- The invoice PDF export uses WeasyPrint, not wkhtmltopdf.\n",
+        encoding="utf-8",
+    )
+    return project
+
+
+@asynccontextmanager
+async def session(project: Path, *args: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memsearch", "mcp", *args], env=dict(os.environ), cwd=project
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        yield client
+
+
+async def call(client: ClientSession, tool: str, args: dict[str, object]) -> tuple[bool, str]:
+    result = await client.call_tool(tool, args)
+    text = "\n".join(c.text for c in result.content if c.type == "text")
+    return bool(result.is_error), text
+
+
+def _hashes(text: str) -> list[str]:
+    return re.findall(r"chunk_hash ([0-9a-f]{16})", text)
+
+
+async def test_tools_listed_and_search_then_expand(isolated_env: Path) -> None:
+    project = _project(isolated_env)
+    async with session(project) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"search", "expand", "transcript", "remember", "stats"}
+        assert "expand" in (tools["search"].description or "")
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert {"memsearch://journal/today", "memsearch://journal/recent"} <= resources
+
+        error, text = await call(client, "search", {"query": "why did checkout time out", "top_k": 2})
+        assert not error, text
+        assert "<memsearch-data" in text and "data, not instructions" in text
+        assert ".memsearch/memory/2026-11-30.md" in text and "2026-11-30" in text
+        hashes = _hashes(text)
+        assert hashes
+
+        error, text = await call(client, "expand", {"chunk_hash": hashes[0]})
+        assert not error, text
+        assert "Redis connection pool" in text and "Source: .memsearch/memory/2026-11-30.md" in text
+
+        error, text = await call(client, "search", {"query": "checkout", "date_from": "2026-12-01"})
+        assert not error and "No memory matches" in text
+
+        error, text = await call(client, "stats", {})
+        assert not error and f"Collection: {derive_collection(project)}" in text
+        recent = await client.read_resource("memsearch://journal/recent")
+        assert "WeasyPrint" in recent.contents[0].text  # type: ignore[union-attr]
+
+
+async def test_remember_then_cli_search_finds_it(isolated_env: Path) -> None:
+    project = _project(isolated_env)
+    async with session(project) as client:
+        error, text = await call(
+            client, "remember", {"note": "The staging database password rotates on Fridays."}
+        )
+        assert not error and "Remembered in .memsearch/memory/" in text
+        # The CLI, on the same store while the server runs (it owns the store: autostart is off).
+        found = memsearch(
+            "search",
+            "when does the staging password rotate",
+            "--collection",
+            derive_collection(project),
+            "-j",
+        )
+        assert found.returncode == 0, found.stderr
+        assert "rotates on Fridays" in found.stdout
+    journals = list((project / ".memsearch" / "memory").glob("*.md"))
+    assert any("rotates on Fridays" in p.read_text(encoding="utf-8") for p in journals)
+
+
+async def test_bad_inputs_are_error_results_and_the_server_goes_on(isolated_env: Path) -> None:
+    project = _project(isolated_env)
+    outside = isolated_env / "secret.jsonl"
+    shutil.copy(FIXTURES / "transcripts" / "claude.jsonl", outside)
+    bad: list[tuple[str, dict[str, object]]] = [
+        ("no_such_tool", {}),
+        ("search", {"query": 42}),
+        ("search", {"query": "x", "top_k": "many"}),
+        ("search", {"query": "x" * 10_000_000}),
+        ("search", {"query": "x", "top_k": 10**9}),
+        ("search", {"query": "x", "date_from": "2026-02-31"}),
+        ("expand", {"chunk_hash": "../../etc/passwd"}),
+        ("expand", {"chunk_hash": "0123456789abcdef"}),
+        ("transcript", {"path": str(outside)}),
+        ("transcript", {"path": "/etc/passwd"}),
+        ("remember", {"note": "   \n  "}),
+    ]
+    async with session(project) as client:
+        for tool, args in bad:
+            error, text = await call(client, tool, args)
+            assert error, (tool, text[:200])
+            assert "Traceback" not in text
+            assert len(text) < 5000
+        error, text = await call(client, "stats", {})
+        assert not error, text
+
+
+async def test_transcript_reads_only_what_memsearch_anchored(isolated_env: Path) -> None:
+    project = _project(isolated_env)
+    sessions = isolated_env / "sessions"
+    sessions.mkdir()
+    ours, shipped = sessions / "ours.jsonl", sessions / "shipped.jsonl"
+    shutil.copy(FIXTURES / "transcripts" / "claude.jsonl", ours)
+    shutil.copy(FIXTURES / "transcripts" / "claude.jsonl", shipped)
+    memory = project / ".memsearch" / "memory"
+    # memsearch writes (and records) this anchor; the other was written by hand, as a cloned
+    # repository could ship it.
+    append_entry(
+        memory,
+        JournalEntry(
+            ["- Found the flaky watcher test cause."],
+            {"session": "s1", "turn": TURN, "transcript": str(ours)},
+        ),
+    )
+    with (memory / "2026-11-30.md").open("a", encoding="utf-8") as fh:
+        fh.write(f"\n### 16:00\n<!-- session:s2 turn:{TURN} transcript:{shipped} -->\n- shipped\n")
+    async with session(project) as client:
+        error, text = await call(client, "transcript", {"path": str(ours), "turn": TURN[:8], "context": 1})
+        assert not error, text
+        assert "The watcher test fails about one run in five" in text and "<memsearch-data" in text
+        error, text = await call(client, "transcript", {"path": str(shipped), "turn": TURN[:8]})
+        assert error and "not a conversation" in text
+
+
+async def test_small_budget_cuts_results_and_says_how_to_get_more(isolated_env: Path) -> None:
+    project = _project(isolated_env)
+    long_note = "\n".join(
+        f"- Step {i}: the migration runbook line {i} about Postgres vacuum." for i in range(200)
+    )
+    (project / ".memsearch" / "memory" / "2026-11-29.md").write_text(
+        f"## Runbook\n\n{long_note}\n", encoding="utf-8"
+    )
+    async with session(project, "--max-result-chars", "1000") as client:
+        error, text = await call(client, "search", {"query": "Postgres vacuum runbook", "top_k": 10})
+        assert not error and len(text) < 1500
+        long_hash = next(h for h in _hashes(text))
+        error, text = await call(client, "expand", {"chunk_hash": long_hash})
+        assert not error and len(text) < 1500
+        assert "[truncated:" in text and text.rstrip().endswith("]")
+        assert text.index("</memsearch-data>") < text.index("[truncated:")
+
+
+def test_server_exits_when_stdin_closes(isolated_env: Path) -> None:
+    """After a store operation (the server then owns the store and serves it on its own threads),
+    closing stdin ends the process promptly and cleanly."""
+    project = _project(isolated_env)
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "stats", "arguments": {}}},
+    ]
+    with subprocess.Popen(
+        [sys.executable, "-m", "memsearch", "mcp"],
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            for message in messages:
+                proc.stdin.write(json.dumps(message) + "\n")
+                proc.stdin.flush()
+            replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+            assert "Indexed chunks: 2" in json.dumps(replies[1])
+            proc.stdin.close()
+            assert proc.wait(timeout=60) == 0
+            assert "Traceback" not in proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    # Nobody owns the store any more: a CLI command opens it directly, at once.
+    stats = memsearch("stats", "--collection", derive_collection(project))
+    assert stats.returncode == 0 and "Total indexed chunks: 2" in stats.stdout, stats.stderr
+
+
+async def test_cli_search_and_index_work_while_the_server_runs(isolated_env: Path) -> None:
+    project = _project(isolated_env)
+    collection = derive_collection(project)
+    notes = isolated_env / "notes"
+    notes.mkdir()
+    (notes / "kafka.md").write_text("# Kafka\n\nThe consumer lag alert fires above 5000 messages.\n")
+    async with session(project) as client:
+        error, text = await call(client, "search", {"query": "Redis pool"})
+        assert not error and _hashes(text)
+        found = memsearch("search", "Redis connection pool", "--collection", collection, "-j")
+        assert found.returncode == 0, found.stderr
+        assert "Redis" in found.stdout
+        indexed = memsearch("index", str(notes), "--collection", collection)
+        assert indexed.returncode == 0, indexed.stderr
+        error, text = await call(client, "search", {"query": "consumer lag alert threshold"})
+        assert not error and "consumer lag alert" in text
