@@ -37,7 +37,7 @@ def mcp(project: str | None, max_result_chars: int | None, **flags: Any) -> None
     from memsearch.errors import MemSearchError
 
     try:
-        from memsearch.mcp.server import run_stdio
+        import mcp.server.mcpserver  # noqa: F401  (the SDK, before anything else is done)
     except ImportError as exc:  # the SDK is an optional extra
         raise MemSearchError(
             f"the MCP server needs the mcp package ({exc.name or exc})",
@@ -45,6 +45,7 @@ def mcp(project: str | None, max_result_chars: int | None, **flags: Any) -> None
         ) from None
     from memsearch.mcp.budget import DEFAULT_RESULT_CHARS, Budget
     from memsearch.mcp.scope import McpScope
+    from memsearch.mcp.server import run_stdio
 
     scope = McpScope.build(flags, project)
     run_stdio(scope, Budget(result_chars=max_result_chars or DEFAULT_RESULT_CHARS))

@@ -66,14 +66,16 @@ class McpScope:
         return f"{self.project_dir.name or '.'} | {emb.provider}/{emb.model or 'default'}"
 
     def open(self) -> Memory:
-        """The memory, through the store's owner; contained like the plugins' (no link is indexed),
-        and a background service is started when nobody owns the store (``service.autostart``)."""
+        """The memory, through the store's owner; contained like the plugins' (no link is indexed).
+
+        No background service is started for it (unlike a CLI search): the server lives as long as
+        its session, so when nobody owns the store it owns it itself, serving the CLI and the hooks
+        meanwhile, and hands it on when stdin closes; nothing of its making outlives the session."""
         from memsearch.memory import open_memory
 
         return open_memory(
             self.config,
             [str(self.memory_dir)],
-            start=True,
             description=self.description(),
             follow_links=False,
         )
