@@ -248,3 +248,22 @@ async def test_cli_search_and_index_work_while_the_server_runs(isolated_env: Pat
         assert indexed.returncode == 0, indexed.stderr
         error, text = await call(client, "search", {"query": "consumer lag alert threshold"})
         assert not error and "consumer lag alert" in text
+
+
+async def test_no_service_is_left_behind_with_autostart_on(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With on-demand services allowed, the server still starts none: it owns the store for its
+    session (a CLI search meanwhile is answered by it) and nothing of its making outlives it."""
+    monkeypatch.setenv("MEMSEARCH_SERVICE_AUTOSTART", "1")
+    project = _project(isolated_env)
+    collection = derive_collection(project)
+    async with session(project) as client:
+        error, text = await call(client, "search", {"query": "invoice PDF export"})
+        assert not error and "WeasyPrint" in text
+        found = memsearch("search", "invoice PDF", "--collection", collection, "-j")
+        assert found.returncode == 0 and "WeasyPrint" in found.stdout, found.stderr
+        running = memsearch("service", "status")
+        assert running.returncode == 0 and "No memory service is running" not in running.stdout
+    status = memsearch("service", "status")
+    assert status.returncode == 0 and "No memory service is running." in status.stdout, status.stdout
