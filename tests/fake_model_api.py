@@ -199,11 +199,22 @@ def _responses_messages(body: dict[str, Any]) -> list[Message]:
         if kind == "message":
             out.append(Message(item.get("role", ""), _text_of(item.get("content", ""))))
         elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
-            out.append(Message("assistant", tool_call=item.get("name", kind)))
+            name = item.get("name", kind)
+            out.append(Message("assistant", tool_call=_namespaced(item.get("namespace"), name)))
         elif kind.endswith("_output"):
             output = item.get("output", "")
             out.append(Message("tool", tool_result=output if isinstance(output, str) else _text_of(output)))
     return out
+
+
+#: Between a namespace and a tool's name in the names this fake uses (a Responses API tool name
+#: cannot hold a dot): Codex 0.171 offers an MCP server's tools as a ``namespace`` tool
+#: (``mcp__memsearch``) holding functions (``search``), listed here as ``mcp__memsearch.search``.
+NAMESPACE_SEP = "."
+
+
+def _namespaced(namespace: str | None, name: str) -> str:
+    return f"{namespace}{NAMESPACE_SEP}{name}" if namespace else name
 
 
 def _tool_names(body: dict[str, Any]) -> list[str]:
@@ -211,6 +222,8 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
     for tool in body.get("tools") or []:
         function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
         names.append(function.get("name") or tool.get("type", ""))
+        if tool.get("type") == "namespace":
+            names += [_namespaced(tool.get("name"), inner.get("name", "")) for inner in tool.get("tools", [])]
     return names
 
 
@@ -339,6 +352,9 @@ def _responses(answer: Answer, model: str, n: int) -> tuple[dict[str, Any], list
             "name": answer.tool,
             "arguments": json.dumps(answer.arguments),
         }
+        namespace, sep, name = answer.tool.rpartition(NAMESPACE_SEP)
+        if sep:  # a function of a namespace tool
+            item.update(namespace=namespace, name=name)
         pending = {**item, "status": "in_progress", "arguments": ""}
         middle: list[Event] = [
             (

@@ -36,6 +36,10 @@ CACHE = Path(os.environ.get("MEMSEARCH_HOSTS_CACHE") or Path.home() / ".cache" /
 #: The node that hosts needing a newer one than the machine's run on (a registry package).
 NODE = "node@24.21.0"
 
+#: What a world keeps of the test run's environment: the locale and terminal, and PYTHONPATH, so
+#: a run from a git worktree (``PYTHONPATH=<worktree>/src``) has the hosts run that tree's memsearch.
+KEPT_ENV = ("LANG", "LC_ALL", "TZ", "TERM", "PYTHONPATH")
+
 #: The environment variable every process of one real-host session carries.
 MARKER_ENV = "MEMSEARCH_TEST_SESSION"
 
@@ -176,7 +180,7 @@ def make_world(root: Path, host: str, **extra_env: str) -> World:
         folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     marker = uuid.uuid4().hex
-    keep = {name: os.environ[name] for name in ("LANG", "LC_ALL", "TZ", "TERM") if name in os.environ}
+    keep = {name: os.environ[name] for name in KEPT_ENV if name in os.environ}
     env = {
         **keep,
         "HOME": str(home),
