@@ -2,10 +2,11 @@
 
 Real processes on one store: a program holding ``MemSearch`` (tests/fixtures/one_memory_program.py,
 driven over its stdin), ``memsearch search``/``index``/``reset``, an agent hook's capture (the Claude
-Code Stop hook with the fake ``claude`` of tests/fixtures/hooks), ``memsearch watch`` and
-``memsearch serve``. Each pair runs at once on one store and collection; both must succeed, nobody
-may see a lock error, and what one writes the other (or, for roles that cannot read, the next
-search) finds at once. Whichever process needs the store first owns it and serves the others
+Code Stop hook with the fake ``claude`` of tests/fixtures/hooks), ``memsearch watch``,
+``memsearch serve`` and ``memsearch mcp`` (its stdio protocol spoken line by line, as a host does).
+Each pair runs at once on one store and collection; both must succeed, nobody may see a lock
+error, and what one writes the other (or, for roles that cannot read, the next search) finds at
+once. Whichever process needs the store first owns it and serves the others
 (``memsearch.service.owner``).
 """
 
@@ -15,6 +16,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -90,6 +92,65 @@ class Program:
         return err
 
 
+class McpServer:
+    """A ``memsearch mcp`` process, as a host runs it for a session: JSON-RPC lines on its stdio."""
+
+    def __init__(self, w: World) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memsearch", "mcp", "--project", str(w.hk.project), *w.flags()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=w.hk.project,
+            env=w.hk.env(),
+        )
+        self.ids = itertools.count(1)
+        me = {"name": "test", "version": "0"}
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": me})
+        self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def write(self, message: dict[str, object]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def send(self, method: str, params: dict[str, object]) -> int:
+        number = next(self.ids)
+        self.write({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+        return number
+
+    def receive(self, number: int) -> dict[str, object]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, self.stop()
+            message = json.loads(line)
+            if message.get("id") == number:
+                assert "error" not in message, message
+                return dict(message["result"])
+
+    def request(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        return self.receive(self.send(method, params))
+
+    def tool(self, name: str, **arguments: object) -> str:
+        """A tool's text; a tool error fails the test."""
+        result = self.request("tools/call", {"name": name, "arguments": arguments})
+        text = "\n".join(str(c["text"]) for c in result["content"])  # type: ignore[attr-defined]
+        assert not result.get("isError"), text
+        return text
+
+    def stop(self) -> str:
+        """Closes stdin (the host's session ends); returns stderr."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+            self.proc.stdin = None
+        _out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, err
+        return err
+
+
 @dataclass
 class World:
     """One store and collection, a project with a memory folder, and the processes on them."""
@@ -98,7 +159,7 @@ class World:
     uri: str
     collection: str
     long_lived: list[subprocess.Popen[str]] = field(default_factory=list)
-    programs: list[Program] = field(default_factory=list)
+    programs: list[Program | McpServer] = field(default_factory=list)
 
     @property
     def folder(self) -> Path:
@@ -305,6 +366,34 @@ def _serve_start(w: World) -> subprocess.Popen[str]:
     return proc
 
 
+def _mcp_start(w: World) -> McpServer:
+    server = McpServer(w)
+    w.programs.append(server)
+    return server
+
+
+def _mcp_act(w: World, server: object) -> Callable[[], tuple[str, str]]:
+    assert isinstance(server, McpServer)
+    number = server.send(
+        "tools/call", {"name": "remember", "arguments": {"note": "The MCP client noted the otter slide."}}
+    )
+
+    def done() -> tuple[str, str]:
+        result = server.receive(number)
+        assert not result.get("isError"), result
+        journals = sorted(p.name for p in w.folder.glob("20*.md"))
+        assert len(journals) == 1, journals
+        return "otter slide", journals[0]
+
+    return done
+
+
+def _mcp_read(w: World, server: object, query: str) -> list[str]:
+    assert isinstance(server, McpServer)
+    text = server.tool("search", query=query, top_k=3)
+    return [Path(found).name for found in re.findall(r"^\[\d+\] (\S+?):\d+-\d+", text, re.M)]
+
+
 def wait_for_line(log: Path, text: str, proc: subprocess.Popen[str], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while text not in log.read_text():
@@ -322,6 +411,7 @@ ROLES = {
         Role("hook", act=_hook_act),
         Role("watch", start=_watch_start, act=_watch_act),
         Role("serve", start=_serve_start),
+        Role("mcp", start=_mcp_start, act=_mcp_act, read=_mcp_read),
     ]
 }
 PAIRS = list(itertools.combinations(ROLES, 2))
