@@ -72,6 +72,10 @@ async def test_tools_listed_and_search_then_expand(isolated_env: Path) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == {"search", "expand", "transcript", "remember", "stats"}
         assert "expand" in (tools["search"].description or "")
+        # Sent with every request a host makes: compact (no pydantic titles, no null branches).
+        schemas = json.dumps([t.input_schema for t in tools.values()])
+        assert '"title"' not in schemas and '"null"' not in schemas
+        assert tools["search"].input_schema["properties"]["top_k"]["maximum"] == 50
         resources = {str(r.uri) for r in (await client.list_resources()).resources}
         assert {"memsearch://journal/today", "memsearch://journal/recent"} <= resources
 

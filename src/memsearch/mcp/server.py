@@ -8,7 +8,7 @@ process owned is handed on to the next owner and nothing of ours outlives the se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -27,15 +27,45 @@ _INSTRUCTIONS = (
 )
 
 
+def compact_schema(schema: Any) -> Any:
+    """A tool's input schema without what only costs tokens: pydantic's ``title`` of every field
+    and of the model, ``default: null``, and the ``{"type": "null"}`` branch of an optional
+    argument (leaving it out says the same). Arguments are still validated against the full
+    model (the SDK checks calls with pydantic, not with the advertised schema)."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if (key == "title" and isinstance(value, str)) or (key == "default" and value is None):
+            continue
+        out[key] = compact_schema(value)
+    branches = out.get("anyOf")
+    if isinstance(branches, list):
+        kept = [b for b in branches if b != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            del out["anyOf"]
+            out = {**kept[0], **out}
+    return out
+
+
 def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
     """An ``MCPServer`` with the five tools and the resources of ``tools.scope``."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.types import ToolAnnotations
+    from mcp.types import Tool, ToolAnnotations
 
     from memsearch import __version__
     from memsearch.mcp.resources import resource_readers
 
-    server: MCPServer = MCPServer(
+    class CompactServer(MCPServer):
+        """Tool schemas are sent with every request a host makes: list them compact."""
+
+        async def list_tools(self) -> list[Tool]:
+            listed = await super().list_tools()
+            return [t.model_copy(update={"input_schema": compact_schema(t.input_schema)}) for t in listed]
+
+    server: MCPServer = CompactServer(
         name="memsearch", version=__version__, instructions=_INSTRUCTIONS, log_level="WARNING"
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
