@@ -271,3 +271,67 @@ async def test_no_service_is_left_behind_with_autostart_on(
         assert running.returncode == 0 and "No memory service is running" not in running.stdout
     status = memsearch("service", "status")
     assert status.returncode == 0 and "No memory service is running." in status.stdout, status.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_http_transport_needs_the_token_and_serves_beside_the_cli(isolated_env: Path) -> None:
+    """``--http-port``: the SDK's streamable-HTTP client with the bearer token of
+    ``~/.memsearch/mcp-token`` gets the tools; without it or with another token, 401; a CLI search
+    works meanwhile; SIGTERM ends the server cleanly and the token stays for the next start."""
+    import time
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    project = _project(isolated_env)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with subprocess.Popen(
+        [sys.executable, "-m", "memsearch", "mcp", "--http-port", str(port)],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            token_path = Path(os.environ["HOME"]) / ".memsearch" / "mcp-token"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    answer = httpx2.post(url, json={}, timeout=5)
+                    break
+                except httpx2.TransportError:
+                    assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+                    time.sleep(0.2)
+            assert answer.status_code == 401
+            assert oct(token_path.stat().st_mode & 0o777) == "0o600"
+            token = token_path.read_text().strip()
+            wrong = httpx2.post(
+                url, json={}, headers={"Authorization": "Bearer " + "x" * len(token)}, timeout=5
+            )
+            assert wrong.status_code == 401
+
+            headers = {"Authorization": f"Bearer {token}"}
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                assert {t.name for t in (await client.list_tools()).tools} >= {"search", "remember"}
+                error, text = await call(client, "search", {"query": "invoice PDF export"})
+                assert not error and "WeasyPrint" in text
+                found = memsearch("search", "Redis connection pool", "-c", derive_collection(project), "-j")
+                assert found.returncode == 0 and "Redis" in found.stdout, found.stderr
+        finally:
+            proc.terminate()
+            _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert token_path.read_text().strip() == token

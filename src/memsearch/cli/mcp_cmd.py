@@ -23,15 +23,23 @@ from memsearch.cli.options import common_options
     default=None,
     help="Characters one tool result may hold (default 6000); a result cut short says how to get the rest.",
 )
+@click.option(
+    "--http-port",
+    type=click.IntRange(min=1, max=65535),
+    default=None,
+    help="Serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio, for hosts that cannot start "
+    "processes; requests need the bearer token kept in ~/.memsearch/mcp-token.",
+)
 @common_options
-def mcp(project: str | None, max_result_chars: int | None, **flags: Any) -> None:
+def mcp(project: str | None, max_result_chars: int | None, http_port: int | None, **flags: Any) -> None:
     """Serve this project's memory as an MCP server over stdio (for agent hosts).
 
     Without --collection the project and its collection follow the agent plugins' rules, so the
-    server and a host's plugin share one memory. Stops when the client closes stdin.
+    server and a host's plugin share one memory. Stops when the client closes stdin (with
+    --http-port: on SIGINT or SIGTERM).
 
     \b
-    Example:
+    Example (docs/mcp.md has every host's configuration):
       claude mcp add memsearch -- memsearch mcp
     """
     from memsearch.errors import MemSearchError
@@ -45,7 +53,11 @@ def mcp(project: str | None, max_result_chars: int | None, **flags: Any) -> None
         ) from None
     from memsearch.mcp.budget import DEFAULT_RESULT_CHARS, Budget
     from memsearch.mcp.scope import McpScope
-    from memsearch.mcp.server import run_stdio
+    from memsearch.mcp.server import run_http, run_stdio
 
     scope = McpScope.build(flags, project)
-    run_stdio(scope, Budget(result_chars=max_result_chars or DEFAULT_RESULT_CHARS))
+    budget = Budget(result_chars=max_result_chars or DEFAULT_RESULT_CHARS)
+    if http_port is None:
+        run_stdio(scope, budget)
+    else:
+        run_http(scope, budget, http_port)

@@ -1,4 +1,5 @@
-"""Wiring the tools and resources to the MCP SDK's ``MCPServer``, and running it over stdio.
+"""Wiring the tools and resources to the MCP SDK's ``MCPServer``, and running it over stdio or,
+for a host that cannot start processes, over streamable HTTP on 127.0.0.1 behind a bearer token.
 
 The SDK does the protocol (JSON-RPC framing, schemas from the tools' signatures, argument
 validation, error results); this module only registers what ``tools`` and ``resources`` define and
@@ -8,6 +9,7 @@ process owned is handed on to the next owner and nothing of ours outlives the se
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from memsearch.mcp.scope import McpScope
     from memsearch.mcp.tools import MemoryTools
 
-__all__ = ["build_server", "run_stdio"]
+__all__ = ["build_server", "require_token", "run_http", "run_stdio", "token_file"]
 
 _INSTRUCTIONS = (
     "memsearch is this project's long-term memory: journals of past agent sessions and notes. "
@@ -91,5 +93,85 @@ def run_stdio(scope: McpScope, budget: Budget) -> None:
     try:
         server = build_server(MemoryTools(scope, memory, budget), budget)
         anyio.run(server.run_stdio_async)
+    finally:
+        memory.close()
+
+
+def token_file() -> Path:
+    """The HTTP transport's bearer token, ``~/.memsearch/mcp-token`` (0600): made on the first
+    ``--http-port`` start and kept, so a host configured with it keeps working after a restart."""
+    from memsearch.private import home
+
+    return home() / "mcp-token"
+
+
+def http_token() -> str:
+    """The token of :func:`token_file`, made now if there is none (or it is not a private file of
+    ours: then it is replaced, never trusted)."""
+    import secrets
+
+    from memsearch.private import read_private, write_private
+
+    path = token_file()
+    try:
+        token = read_private(path, limit=256).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        token = ""
+    if len(token) < 32:
+        token = secrets.token_urlsafe(32)
+        write_private(path, token + "\n")
+    return token
+
+
+def require_token(app: Any, token: str) -> Any:
+    """``app`` (ASGI) answering 401 to any HTTP request without ``Authorization: Bearer <token>``:
+    another local user or a web page in a browser can reach 127.0.0.1, not the token."""
+    import hmac
+
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                body = (
+                    b'{"error": "memsearch mcp: missing or wrong bearer token (see ~/.memsearch/mcp-token)"}'
+                )
+                headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+                await send({"type": "http.response.start", "status": 401, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def run_http(scope: McpScope, budget: Budget, port: int) -> None:
+    """Serve ``scope``'s memory at ``http://127.0.0.1:<port>/mcp`` until SIGINT or SIGTERM."""
+    import signal
+    import sys
+
+    import anyio
+    import uvicorn
+
+    from memsearch.mcp.tools import MemoryTools
+
+    token = http_token()
+    memory = scope.open()
+    try:
+        server = build_server(MemoryTools(scope, memory, budget), budget)
+        app = require_token(server.streamable_http_app(host="127.0.0.1"), token)
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        print(
+            f"memsearch mcp: serving http://127.0.0.1:{port}/mcp "
+            f"(send Authorization: Bearer <the token in {token_file()}>)",
+            file=sys.stderr,
+            flush=True,
+        )
+        # uvicorn stops on SIGINT/SIGTERM, then raises the signal again for the handler it found:
+        # a quiet one, so the memory below is closed (the store handed on) and the exit code is 0.
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, lambda *_: None)
+        anyio.run(uvicorn.Server(config).serve)
     finally:
         memory.close()
