@@ -1,0 +1,69 @@
+"""The redaction seam (memsearch.redact): private spans, the secret table, config, counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsearch import redact
+from memsearch.errors import ConfigValueError
+from memsearch.redact import Redactor
+
+
+def test_private_spans_any_case_multiline_and_unclosed() -> None:
+    r = Redactor()
+    assert r.redact("a <PRIVATE>x\ny</Private> b").text == "a \n b"
+    assert r.redact("keep <private>hide\nto the end").text == "keep \n"
+    assert r.redact("<private>all</private>").counts == {"private": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "kept"),
+    [
+        ("postgres://app:hunter2secret@db:5432/x", "url-password", "postgres://app:"),
+        ("Authorization: Bearer abcdefghijklmnop1234", "authorization", "Authorization: Bearer "),
+        ("export DB_PASSWORD=s3cr3t-value", "env-secret", "export DB_PASSWORD="),
+        ("Server=x;User Id=u;Password=Pa55word!;", "connection-string-password", "Password="),
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws-secret-key", "= "),
+    ],
+)
+def test_only_the_secret_part_is_replaced(text: str, kind: str, kept: str) -> None:
+    out = Redactor().redact(text)
+    assert f"[REDACTED:{kind}]" in out.text and kept in out.text
+
+
+def test_pem_block_keeps_its_line_count() -> None:
+    key = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAA==\n"
+        "-----END OPENSSH PRIVATE KEY-----"
+    )
+    text = f"a\n{key}\nz"
+    out = Redactor().redact(text).text
+    assert out == "a\n[REDACTED:private-key]\n\n\n\nz"
+
+
+def test_non_secrets_are_kept() -> None:
+    text = (
+        "chunk 0123456789abcdef uuid 123e4567-e89b-12d3-a456-426614174000\n"
+        "commit 0123456789abcdef0123456789abcdef01234567 task-abcdefghijklmnopqrstuvwxyz\n"
+        "api_key = env:OPENAI_API_KEY\nTOKEN=$GITHUB_TOKEN\n"
+        "![x](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk)\n"
+    )
+    assert Redactor().redact(text).text == text
+
+
+def test_config_patterns_allow_and_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = redact.from_settings(True, "redact", ["acme-token=ACME-[0-9A-F]{8}"], ["AKIAIOSFODNN7EXAMPLE"])
+    assert r.redact("ACME-0123ABCD AKIAIOSFODNN7EXAMPLE").text == "[REDACTED:acme-token] AKIAIOSFODNN7EXAMPLE"
+    monkeypatch.setenv("MEMSEARCH_REDACT", "0")
+    assert not redact.from_settings(True, "redact", [], []).enabled
+    with pytest.raises(ConfigValueError):
+        redact.from_settings(True, "shred", [], [])
+    with pytest.raises(ConfigValueError):
+        redact.from_settings(True, "redact", ["no-equals-sign"], [])
+
+
+def test_counts_are_kept_per_boundary_without_values() -> None:
+    Redactor().text("ghp_" + "a1B2" * 9 + " and <private>x</private>", "capture")
+    Redactor().text("ghp_" + "c3D4" * 9, "capture")
+    assert redact.counts() == {"capture": {"github-token": 2, "private": 1}}
+    assert "a1B2" not in (redact._counts_path()).read_text()
