@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import random
+import uuid
+from pathlib import Path
+
 import pytest
+from evaluation import gen_corpus
 
 from memsearch import redact
 from memsearch.errors import ConfigValueError
@@ -67,3 +74,42 @@ def test_counts_are_kept_per_boundary_without_values() -> None:
     Redactor().text("ghp_" + "c3D4" * 9, "capture")
     assert redact.counts() == {"capture": {"github-token": 2, "private": 1}}
     assert "a1B2" not in (redact._counts_path()).read_text()
+
+
+#: Where false positives are measured: the repository's own prose and the evaluation corpora.
+REPO = Path(__file__).resolve().parent.parent
+FP_SOURCES = ("README.md", "CHANGELOG.md", "docs/**/*.md", "evaluation/**/*.py", "tests/fixtures/**/*")
+
+
+def test_false_positives_on_docs_and_corpora_stay_under_one_per_10k_lines(tmp_path: Path) -> None:
+    """What docs/security.md states: fewer than 1 redaction per 10,000 lines of text that holds no
+    real secret (the repository's docs, the evaluation code and fixtures, a generated corpus), and
+    never a chunk hash, a UUID, a git SHA or base64 image data."""
+    gen_corpus.generate(tmp_path / "corpus", files=60, chunks=2000)
+    paths = [p for pattern in FP_SOURCES for p in REPO.glob(pattern)]
+    paths += list((tmp_path / "corpus").rglob("*"))
+    r = Redactor()
+    lines, hits = 0, []
+    for path in paths:
+        if not path.is_file() or "privacy" in path.parts:  # the secrets corpus is meant to hit
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        lines += text.count("\n") + 1
+        hits += [f"{path.name}: {f.kind} {text[f.start : f.end][:40]!r}" for f in r.findings(text)]
+    assert lines > 40_000
+    assert len(hits) * 10_000 / lines < 1, hits
+    rng = random.Random(5)
+    image = base64.b64encode(rng.randbytes(150_000)).decode()
+    shapes = [
+        *(uuid.UUID(int=rng.getrandbits(128)).hex[:16] for _ in range(2000)),  # chunk hashes
+        *(str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(2000)),
+        *(hashlib.sha1(rng.randbytes(8)).hexdigest() for _ in range(2000)),  # git SHAs
+        *(hashlib.sha256(rng.randbytes(8)).hexdigest() for _ in range(2000)),
+        f"![plot](data:image/png;base64,{image})",
+        "\n".join(image[i : i + 76] for i in range(0, len(image), 76)),
+        base64.urlsafe_b64encode(rng.randbytes(150_000)).decode(),
+    ]
+    assert r.findings("\n".join(shapes)) == []

@@ -59,12 +59,23 @@ _L = r"(?<![A-Za-z0-9_-])"
 #: ... nor on its right.
 _R = r"(?![A-Za-z0-9_-])"
 #: Key names of ``.env`` lines and config assignments that hold a secret.
-#: (checked on the ``name`` group of the ``env-secret`` row: matching the name first and testing it
-#: after is ~10x faster than a regex that looks for these words at every position).
+#: (checked on the ``name`` group of the ``env-secret`` row, after :func:`_name_parts`: matching the
+#: name first and testing it after is ~10x faster than a regex that looks for these words at every
+#: position). A word must be a whole part of the name: ``GITHUB_TOKEN``, ``apiKey``, ``SECRET_KEY_BASE``,
+#: but not ``tokenizer`` or ``max_tokens_per_minute``.
 _SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|APIKEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIALS?|AUTH_?KEY",
-    re.IGNORECASE,
+    r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|"
+    r"CREDENTIALS?|AUTH_?KEY|AUTH_?TOKEN|CLIENT_?SECRET)(?:_|$)"
 )
+#: Values of such names that are settings, not secrets.
+_NOT_SECRET_VALUE = re.compile(r"^(?:\d+|true|false|null|none|required|optional|enabled|disabled)$", re.I)
+
+
+def _name_parts(name: str) -> str:
+    """``authToken`` -> ``AUTH_TOKEN``, ``db.password`` -> ``DB_PASSWORD``: one spelling to test."""
+    return re.sub(r"[.-]", "_", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)).upper()
+
+
 #: A value of such a line: no spaces or quotes, ends at a space, a quote, ``#``, ``;``, ``,`` or EOL.
 _VALUE = r"(?P<secret>[^\s\"'`#;,<>()\[\]{}$]{6,})(?=[\s\"'`#;,]|$)"
 
@@ -191,6 +202,13 @@ def _compile(rules: Iterable[tuple[str, tuple[str, ...], str, int]]) -> tuple[Ru
 _BUILTIN = _compile(RULES)
 
 
+def _secret_assignment(match: re.Match[str]) -> bool:
+    """Whether an ``env-secret`` match assigns a secret: its name names one, its value is no setting."""
+    return bool(_SECRET_NAME.search(_name_parts(match.group("name")))) and not _NOT_SECRET_VALUE.match(
+        match.group("secret")
+    )
+
+
 class Redactor:
     """The rules of one configuration: the built-in table, extra patterns, allowed values."""
 
@@ -221,7 +239,7 @@ class Redactor:
             if needles and not any(n in lower for n in needles):
                 continue
             for match in pattern.finditer(text):
-                if "name" in pattern.groupindex and not _SECRET_NAME.search(match.group("name")):
+                if "name" in pattern.groupindex and not _secret_assignment(match):
                     continue
                 has_secret = "secret" in pattern.groupindex and match.group("secret") is not None
                 start, end = match.span("secret") if has_secret else match.span()
