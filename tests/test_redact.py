@@ -113,3 +113,38 @@ def test_false_positives_on_docs_and_corpora_stay_under_one_per_10k_lines(tmp_pa
         base64.urlsafe_b64encode(rng.randbytes(150_000)).decode(),
     ]
     assert r.findings("\n".join(shapes)) == []
+
+
+def test_scan_lists_secrets_and_redact_rewrites_only_journals(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memsearch.cli import cli
+
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    key = "ghp_" + "Zx9" * 12
+    journal = memory / "2026-01-05.md"
+    journal.write_text(f"# 2026-01-05\n\n### 10:00\n- pushed with {key}\n- DB_PASSWORD=Hunter2Hunter2\n")
+    journal.chmod(0o640)
+    note = memory / "notes.md"
+    note.write_text(f"# Notes\n\nkey: {key}\n")
+    store = ["--milvus-uri", str(tmp_path / "m.db"), "--provider", "hash"]
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, [*args, *store])
+
+    found = run("scan", str(memory))
+    assert found.exit_code == 1
+    lines = found.stdout.splitlines()
+    assert lines == [f"{journal}:4: github-token", f"{journal}:5: env-secret", f"{note}:3: github-token"]
+    assert key not in found.output and "Hunter2" not in found.output
+    assert "memsearch scan --redact" in found.stderr
+    cleaned = run("scan", str(memory), "--redact")
+    assert cleaned.exit_code == 1, cleaned.output  # the hand-written note is left to its writer
+    assert f"Redacted 2 items in {journal}" in cleaned.stdout and "Reindexed" in cleaned.stdout
+    text = journal.read_text()
+    assert "[REDACTED:github-token]" in text and key not in text and (journal.stat().st_mode & 0o777) == 0o640
+    assert note.read_text() == f"# Notes\n\nkey: {key}\n"
+    note.unlink()
+    clean = run("scan", str(memory))
+    assert clean.exit_code == 0 and clean.stdout == "No secrets found in 1 file.\n"
