@@ -79,10 +79,10 @@ def _name_parts(name: str) -> str:
 #: A value of such a line: no spaces or quotes, ends at a space, a quote, ``#``, ``;``, ``,`` or EOL.
 _VALUE = r"(?P<secret>[^\s\"'`#;,<>()\[\]{}$]{6,})(?=[\s\"'`#;,]|$)"
 
-#: (kind, needles, regex, flags). A row runs only when one of its needles (lower case) is in the
-#: lower-cased text: most text holds no ``sk-`` at all, and a scan it can skip costs nothing. When
-#: the regex has a ``secret`` group only that part is replaced (the user name of a URL, the header
-#: name, the ``.env`` key stay readable). Earlier rows win overlaps,
+#: (kind, needles, regex, flags). A row runs only when one of its needles is in the text (a needle
+#: in lower case: in the lower-cased text): most text holds no ``sk-`` at all, and a scan it can
+#: skip costs nothing. When the regex has a ``secret`` group only that part is replaced (the user
+#: name of a URL, the header name, the ``.env`` key stay readable). Earlier rows win overlaps,
 #: so specific formats come before generic ones.
 RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     (
@@ -96,7 +96,7 @@ RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     ("openai-api-key", ("sk-",), _L + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", 0),
     ("google-api-key", ("aiza",), _L + r"AIza[0-9A-Za-z_-]{35}" + _R, 0),
     ("huggingface-token", ("hf_",), _L + r"hf_[A-Za-z0-9]{30,}" + _R, 0),
-    ("stripe-key", ("sk_", "rk_"), _L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _R, 0),
+    ("stripe-key", ("_live_", "_test_"), _L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _R, 0),
     ("stripe-webhook-secret", ("whsec_",), _L + r"whsec_[0-9A-Za-z]{24,}" + _R, 0),
     ("slack-token", ("xox",), _L + r"xox[abposre]-[0-9A-Za-z-]{10,}", 0),
     (
@@ -111,7 +111,7 @@ RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
         r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}",
         0,
     ),
-    ("twilio-api-key", ("sk",), _L + r"SK[0-9a-f]{32}" + _R, 0),
+    ("twilio-api-key", (), r"SK(?<![A-Za-z0-9_-]SK)[0-9a-f]{32}" + _R, 0),
     ("sendgrid-api-key", ("sg.",), _L + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}" + _R, 0),
     ("npm-token", ("npm_",), _L + r"npm_[A-Za-z0-9]{36}" + _R, 0),
     ("pypi-token", ("pypi-",), _L + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}", 0),
@@ -119,22 +119,27 @@ RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     ("shopify-token", ("shp",), _L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R, 0),
     (
         "github-token",
-        ("gh", "github_pat_"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         _L + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})" + _R,
         0,
     ),
-    ("gitlab-token", ("gl",), _L + r"gl(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{20,}" + _R, 0),
+    (
+        "gitlab-token",
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-"),
+        _L + r"gl(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{20,}" + _R,
+        0,
+    ),
     ("mailchimp-api-key", ("-us",), _L + r"[0-9a-f]{32}-us[0-9]{1,2}" + _R, 0),
-    ("telegram-bot-token", (":aa",), _L + r"[0-9]{8,10}:AA[0-9A-Za-z_-]{33}" + _R, 0),
+    ("telegram-bot-token", (":AA",), _L + r"[0-9]{8,10}:AA[0-9A-Za-z_-]{33}" + _R, 0),
     (
         "aws-access-key",
-        ("akia", "asia", "abia", "acca", "a3t"),
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
         r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])",
         0,
     ),
     (
         "aws-secret-key",
-        ("secret",),
+        ("secret_access", "secretaccess"),
         r"aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
         _I,
     ),
@@ -236,7 +241,7 @@ class Redactor:
         if "<private>" in lower:
             taken = [Finding("private", m.start(), m.end()) for m in _PRIVATE.finditer(text)]
         for kind, needles, pattern in self.rules if secrets else ():
-            if needles and not any(n in lower for n in needles):
+            if needles and not any(n in (text if n.lower() != n else lower) for n in needles):
                 continue
             for match in pattern.finditer(text):
                 if "name" in pattern.groupindex and not _secret_assignment(match):
