@@ -98,7 +98,8 @@ def test_false_positives_on_docs_and_corpora_stay_under_one_per_10k_lines(tmp_pa
         except (UnicodeDecodeError, OSError):
             continue
         lines += text.count("\n") + 1
-        hits += [f"{path.name}: {f.kind} {text[f.start : f.end][:40]!r}" for f in r.findings(text)]
+        found = [f for f in r.findings(text) if f.kind != "private"]  # a tag is meant, not a guess
+        hits += [f"{path.name}: {f.kind} {text[f.start : f.end][:40]!r}" for f in found]
     assert lines > 40_000
     assert len(hits) * 10_000 / lines < 1, hits
     rng = random.Random(5)
