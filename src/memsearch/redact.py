@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Where redaction happens; the keys of the counts file.
-BOUNDARIES: tuple[str, ...] = ("capture", "summary", "index", "maintenance", "skills", "scan")
+BOUNDARIES: tuple[str, ...] = ("capture", "summary", "index", "maintenance", "skills", "compact", "scan")
 #: What ``memsearch index`` does with a hand-written note holding a secret (``redact.notes``).
 NOTES_MODES: tuple[str, ...] = ("redact", "warn", "skip")
 #: Turns redaction off when set to a false value (dangerous: see docs/security.md).
