@@ -229,8 +229,11 @@ async def compact_chunks(
     template = check_template(prompt_template if prompt_template is not None else load_prompt("compact"))
     if not chunks:
         return ""
+    from memsearch import redact
+
     selection = select_chunks(chunks, token_budget)
-    prompt = render_prompt(template, selection.joined())
+    # chunks indexed before redaction existed may still hold secrets
+    prompt = redact.current().text(render_prompt(template, selection.joined()), "compact")
     settings = LLMSettings(llm_provider, model, base_url, api_key)
     return await settings.complete(prompt)
 
@@ -261,6 +264,9 @@ def append_section(path: str | os.PathLike[str], summary: str, day: dt.date) -> 
     never both add the ``# YYYY-MM-DD`` title or interleave their text. One blank line separates
     the section from what is above it.
     """
+    from memsearch import redact
+
+    summary = redact.current().text(summary, "compact")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "a+b") as fh, exclusive(fh):
@@ -388,6 +394,10 @@ async def summarize_transcript(
         settings = LLMSettings(
             settings.provider, platform.summarize.model, settings.base_url, settings.api_key
         )
+    from memsearch import redact
+
+    # the hooks send a redacted turn already; `memsearch summarize` reads whatever stdin holds
+    transcript = redact.current(cfg).text(transcript, "summary")
     if not transcript.strip():
         return ""
     system = load_prompt(

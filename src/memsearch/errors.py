@@ -244,6 +244,10 @@ class EmptyQueryError(MemSearchError, ValueError):
     exit_code = 2
 
 
+class SecretsFoundError(MemSearchError):
+    """``scan`` found secrets in memory files (it lists where, never the values)."""
+
+
 class IndexingFailedError(MemSearchError):
     """``index`` finished but one or more files failed (the report lists them)."""
 

@@ -37,6 +37,7 @@ from memsearch.scanner import ScannedFile, contained_problem, decode_markdown, r
 
 if TYPE_CHECKING:
     from memsearch.embeddings import EmbeddingProvider
+    from memsearch.redact import Redactor
     from memsearch.store import MilvusStore
 
 logger = logging.getLogger("memsearch.indexer")
@@ -184,6 +185,7 @@ class Indexer:
         #: Drop a local model once the last batch is embedded, before the last upsert and the
         #: flush (``MemSearch(keep_model=False)``: a process that indexes once).
         self._release_model = release_model
+        self._redactor: Redactor | None = None
 
     def _model_settled(self) -> bool:
         """Call after opening the store: True when opening it settled another embedding model than
@@ -360,10 +362,22 @@ class Indexer:
         del raw
         if decoded.warning:
             warnings.append(decoded.warning)
+        text = self._private_text(decoded.text, f.path, warnings)
+        if text is None:
+            return entry, []
         s = self.settings
         return entry, chunk_markdown(
-            decoded.text, str(f.path), max_chunk_size=s.max_chunk_size, overlap_lines=s.overlap_lines
+            text, str(f.path), max_chunk_size=s.max_chunk_size, overlap_lines=s.overlap_lines
         )
+
+    def _private_text(self, text: str, path: Path, warnings: list[str]) -> str | None:
+        """The text to chunk: nothing embeds or stores a private span or a secret (see
+        :func:`memsearch.redact.note_text`); None leaves the file out."""
+        from memsearch import redact
+
+        if self._redactor is None:
+            self._redactor = redact.current()
+        return redact.note_text(self._redactor, text, str(path), warnings)
 
     async def _start_over(self, progress: Progress | None) -> IndexReport:
         """Start over with an empty manifest (used when the collection turned out to be empty)."""

@@ -40,9 +40,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsearch.files import exclusive, open_own
 from memsearch.project_files import MAX_JOURNAL_BYTES, read_project_text
+
+if TYPE_CHECKING:
+    from memsearch.redact import Redactor
 
 #: Anchor fields that name a conversation file (recorded by :mod:`memsearch.written`).
 TRANSCRIPT_FIELDS = ("transcript", "rollout", "db")
@@ -228,6 +232,7 @@ def append_entry(
     *,
     when: dt.datetime | None = None,
     title: bool = False,
+    redactor: Redactor | None = None,
 ) -> AppendResult:
     """Append one turn to the day file of ``when`` (default: now, local time).
 
@@ -236,14 +241,28 @@ def append_entry(
     ``title`` adds ``# YYYY-MM-DD`` to a new file (the platforms that title their files); otherwise a
     new file starts with a blank line, as Claude Code's and Codex's journals always have.
     Nothing is written when the turn is already in this day file or the previous one.
+
+    Every writer of a journal comes through here (each host's capture, the plain extract, the MCP
+    ``remember`` tool), so this is where ``<private>`` spans and secrets are taken out
+    (``redactor``, default: the configured one). An entry with nothing left after that is not
+    written (``written`` False, no ``duplicate_in``).
     """
     when = when or dt.datetime.now()
-    bullets = [b for b in (sanitize_bullet(line) for line in entry.bullets) if b]
-    if not bullets:
+    if not any(sanitize_bullet(line) for line in entry.bullets):
         raise ValueError("a journal entry needs at least one bullet")
     directory = Path(memory_dir)
-    directory.mkdir(parents=True, exist_ok=True)
     path = day_file(directory, when)
+    if redactor is None:
+        from memsearch import redact
+
+        redactor = redact.current()
+    # joined, so a private span or a key block that runs over several bullets is found whole (a
+    # NUL keeps the bullets apart: a bullet may hold newlines, folded by sanitize_bullet)
+    kept = redactor.text("\n\0".join(entry.bullets), "capture").split("\0")
+    bullets = [b for b in (sanitize_bullet(line) for line in kept) if b]
+    if not bullets:
+        return AppendResult(path, False)
+    directory.mkdir(parents=True, exist_ok=True)
     key = entry.key()
     if key is not None:
         previous = day_file(directory, when.date() - dt.timedelta(days=1))

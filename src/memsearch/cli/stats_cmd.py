@@ -22,6 +22,23 @@ def stats(**flags: Any) -> None:
     line = describe_service(cfg.milvus.uri)
     if line:
         click.echo(line)
+    for line in redaction_lines():
+        click.echo(line)
+
+
+def redaction_lines() -> list[str]:
+    """What privacy redaction took out so far, by boundary and kind (counts, never values)."""
+    from memsearch.redact import counts
+
+    done = counts()
+    total = sum(n for kinds in done.values() for n in kinds.values())
+    if not total:
+        return []
+    lines = [f"Redacted so far: {total} item{'s' if total != 1 else ''} (private spans and secrets)"]
+    for boundary, kinds in sorted(done.items()):
+        listed = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+        lines.append(f"  {boundary}: {listed}")
+    return lines
 
 
 @click.command("reset")

@@ -105,6 +105,7 @@ ENV_VARIABLES: dict[str, EnvVariable] = {
     "MEMSEARCH_CODEX_NO_TRUST": EnvVariable(bool),
     "MEMSEARCH_SUMMARY_MAX_CHARS": EnvVariable(int, "MEMSEARCH_SUMMARY_MAX_CHARS"),
     "MEMSEARCH_OPENCODE_TAIL_QUIET_MS": EnvVariable(int, "MEMSEARCH_OPENCODE_TAIL_QUIET_MS"),
+    "MEMSEARCH_REDACT": EnvVariable(bool),
 }
 
 
@@ -304,6 +305,19 @@ class PluginsConfig:
 
 
 @dataclass
+class RedactConfig:
+    """Privacy (``memsearch.redact``): ``<private>`` spans and secrets are taken out of what is
+    written, embedded or sent. ``notes`` is what ``index`` does with a hand-written note holding a
+    secret (``redact``, ``warn``: index as is, ``skip``: leave the file out); ``patterns`` are extra
+    ``"kind=regex"`` detectors; ``allow`` lists values never redacted. Not settable by a project file."""
+
+    enabled: bool = True
+    notes: str = "redact"
+    patterns: list[str] = field(default_factory=list)
+    allow: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ConfigOrigin:
     """Where a resolved config came from. Not a setting: never serialised or merged."""
 
@@ -329,6 +343,7 @@ class MemSearchConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
     prompts: PromptsConfig = field(default_factory=PromptsConfig)
     plugins: PluginsConfig = field(default_factory=PluginsConfig)
+    redact: RedactConfig = field(default_factory=RedactConfig)
     origin: ConfigOrigin = field(
         default_factory=ConfigOrigin, repr=False, compare=False, metadata={"internal": True}
     )

@@ -21,7 +21,7 @@ from memsearch import journal
 from memsearch.framing import DATA_NOTE, frame
 from memsearch.hooks import processes
 from memsearch.hooks.base import NO_WATCH_ENV, Capture, HookContext, Reply, render_hook_json
-from memsearch.hooks.summarize import log, summarize_capture
+from memsearch.hooks.summarize import log, redact_capture, summarize_capture
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -332,10 +332,22 @@ def _index_report(ctx: HookContext) -> IndexReport:
 
 
 def finish_capture(ctx: HookContext, capture: Capture) -> journal.AppendResult:
-    """Summarise, append to today's journal, and index (when something was written)."""
+    """Summarise, append to today's journal, and index (when something was written).
+
+    The turn is redacted before anything reads it (:func:`redact_capture`): the summariser, a
+    remote provider included, never sees a private span or a secret; a turn with no text left
+    (entirely ``<private>``) is not summarised and leaves no entry."""
+    from memsearch import redact
+
+    redactor = redact.current(ctx.config, ctx.env)
+    capture, had_text = redact_capture(redactor, capture)
+    if had_text and not (capture.user_text.strip() or capture.reply_text.strip()):
+        return journal.AppendResult(journal.day_file(ctx.memory_dir, ctx.now), False)
     bullets, source = summarize_capture(ctx, capture)
     entry = journal.JournalEntry(bullets, capture.anchor, capture.identity)
-    result = journal.append_entry(ctx.memory_dir, entry, when=ctx.now, title=ctx.platform.title)
+    result = journal.append_entry(
+        ctx.memory_dir, entry, when=ctx.now, title=ctx.platform.title, redactor=redactor
+    )
     if result.written:
         if source == "extract":
             log("no summariser answered; wrote a plain extract of the turn")

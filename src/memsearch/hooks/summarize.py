@@ -27,7 +27,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ from memsearch.hooks.base import DISABLE_ENV, NO_WATCH_ENV, Capture, HookContext
 from memsearch.journal import sanitize_bullet
 
 if TYPE_CHECKING:
+    from memsearch.redact import Redactor
     from memsearch.transcript import Turn
 
 __all__ = [
@@ -123,6 +124,20 @@ def clip_middle(text: str, max_chars: int) -> str:
     head = max_chars // 3
     tail = max_chars - head
     return f"{text[:head]}\n…[{len(text) - max_chars} characters left out]…\n{text[-tail:]}"
+
+
+def redact_capture(redactor: Redactor, capture: Capture) -> tuple[Capture, bool]:
+    """``capture`` with private spans and secrets taken out of what a summariser or the plain
+    extract reads, and whether it had any text before. Counted once, under ``summary``: the
+    user's and the agent's texts hold the same items as the rendered turn."""
+    had_text = bool(capture.user_text.strip() or capture.reply_text.strip())
+    redacted = replace(
+        capture,
+        transcript=redactor.text(capture.transcript, "summary"),
+        user_text=redactor.redact(capture.user_text).text,
+        reply_text=redactor.redact(capture.reply_text).text,
+    )
+    return redacted, had_text
 
 
 # --- cleaning answers -------------------------------------------------------------------------

@@ -105,9 +105,14 @@ def build_prompt(run: TaskRun, *, tools: bool, limit: int = MAX_PROMPT_CHARS) ->
     budget = limit - len(template) - len(current) - 200
     root = root_of(ctx, run.input_dir, folder=True)
     journals = recent_journals(run.input_dir, max(0, budget - len(DATA_NOTE)), root=root)
-    return (
+    from memsearch import redact
+
+    # the journals may predate redaction, PROJECT.md/USER.md may be hand-edited: neither private
+    # spans nor secrets go to the maintenance model
+    return redact.current(ctx.config, ctx.env).text(
         f"{template.rstrip()}\n\n## {run.task.current_title}\n\n{current}\n\n"
-        f"## Recent memory journals\n\n{DATA_NOTE}\n\n{journals.strip() or '(no journals)'}\n"
+        f"## Recent memory journals\n\n{DATA_NOTE}\n\n{journals.strip() or '(no journals)'}\n",
+        "maintenance",
     )
 
 

@@ -115,7 +115,9 @@ def _apply_file(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
             f"The model's new {run.output.name} has {len(content):,} characters (at most "
             f"{MAX_OUTPUT_CHARS:,} are accepted)."
         )
-    text = content.strip() + "\n"
+    from memsearch import redact
+
+    text = redact.current(run.ctx.config, run.ctx.env).text(content, "maintenance").strip() + "\n"
     if read_text(run.output, root_of(run.ctx, run.output)) == text:
         return Outcome(run.task.name, "none", reason or "the new text is the same as the old")
     write_text(run.output, text)

@@ -223,14 +223,19 @@ class MemoryTools:
             raise ToolError("Error: the note is empty; give the text to remember")
         scope, memory = self.scope, self.memory
 
-        def write() -> tuple[Path, int]:
+        def write() -> tuple[Path, int] | None:
             result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets))
+            if not result.written:  # nothing left once the private spans were taken out
+                return None
             return result.path, memory.run(memory.index_file(result.path))
 
         try:
-            path, _chunks = await self._call(write)
+            written = await self._call(write)
         except OSError as exc:
             raise ToolError(f"Error: cannot write the journal: {exc.strerror or exc}") from None
+        if written is None:
+            return "Nothing remembered: the note is entirely <private>."
+        path, _chunks = written
         return f"Remembered in {self.shown(str(path))} (indexed; search finds it now)."
 
     async def stats(self) -> str:

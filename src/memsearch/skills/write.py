@@ -86,6 +86,10 @@ def write_candidate(
     ``unchanged`` and makes no commit. Hand edits in the store are committed first, on their own.
     ``occurrences``/``sources`` (what the distiller saw) go to ``meta.json``: the highest count
     seen, and every journal named so far."""
+    from memsearch import redact
+
+    redactor = redact.current()  # a drafted skill is shared and installed: no secret goes in it
+    description, body = redactor.text(description, "skills"), redactor.text(body, "skills")
     slug, description, body = _clean_inputs(name, description, body)
     memsearch_dir = Path(memsearch_dir)
     root = candidates_root(memsearch_dir)
