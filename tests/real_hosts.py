@@ -1,10 +1,11 @@
 """The real host CLIs for the real-host tests: pinned npm installs, an isolated world, leak checks.
 
 Why: our plugins only count as working when the hosts themselves run them. The tests install
-Claude Code, Codex, OpenCode and OpenClaw from the npm registry at the versions below (once, into a
-cache folder outside the tests' HOME, so reruns cost nothing), give every session its own HOME /
-XDG / CODEX_HOME, and tag every process they start with a marker variable, so that a memsearch
-process the session left behind is found by its environment (``leftovers``), not guessed by name.
+Claude Code, Codex, OpenCode, OpenClaw and DeepSeek Harness from the npm registry at the versions
+below (once, into a cache folder outside the tests' HOME, so reruns cost nothing), give every
+session its own HOME / XDG / CODEX_HOME, and tag every process they start with a marker variable,
+so that a memsearch process the session left behind is found by its environment (``leftovers``),
+not guessed by name.
 
 ``MEMSEARCH_HOSTS_CACHE`` moves the cache folder (default ``~/.cache/memsearch-test-hosts``).
 """
@@ -52,11 +53,39 @@ class Host:
     packages: tuple[str, ...]
     command: str
     needs_node: str = ""  # an npm "node@x.y.z" package when the machine's node is too old
+    npm_flags: tuple[str, ...] = ()  # flags the host's packages need from `npm install`
 
     @property
     def version(self) -> str:
         return self.packages[0].rsplit("@", 1)[1]
 
+
+#: DeepSeek Harness 0.1.0-rc.8 as it installs offline: its peer packages named (npm leaves peers
+#: out with --legacy-peer-deps, which it needs), its Cordis packages pinned to the versions of its
+#: release date (later ones dropped an API it calls: "user patch-layer watching requires the Cordis
+#: HMR service"), and pnpm, which `dsh plugin` runs to add a plugin to a profile.
+_DSH = "@deepseek-ai/dsh"
+DSH_PACKAGES: tuple[str, ...] = (
+    f"{_DSH}@0.1.0-rc.8",
+    *(
+        f"{_DSH}-{name}@0.1.0-rc.8"
+        for name in (
+            *("invariants", "scope", "fs", "atomic-write", "shell", "bash-local", "sandbox"),
+            *("compaction", "workflow", "code-runtime", "timeout", "session-telemetry"),
+            *("anonymous-user-id", "output-retention", "session-title-llm", "spill"),
+            "subagent-in-process-driver",
+        )
+    ),
+    "@deepseek-ai/cordis@4.0.1",
+    "@deepseek-ai/cordis-plugin-hmr@1.0.16",
+    "@deepseek-ai/cordis-plugin-loader@1.0.2",
+    "@deepseek-ai/cordis-plugin-include@1.0.6",
+    "@deepseek-ai/cordis-plugin-timer@1.1.3",
+    "@deepseek-ai/cordis-plugin-group@1.0.1",
+    "@deepseek-ai/cosmokit@1.8.2",
+    "@deepseek-ai/schemastery@3.18.1",
+    "pnpm@10.34.9",
+)
 
 HOSTS: dict[str, Host] = {
     host.name: host
@@ -65,6 +94,7 @@ HOSTS: dict[str, Host] = {
         Host("codex", ("@openai/codex@0.171.0",), "codex"),
         Host("opencode", ("opencode-ai@1.18.33",), "opencode"),
         Host("openclaw", ("openclaw@2026.9.6",), "openclaw", needs_node=NODE),
+        Host("dsh", DSH_PACKAGES, "dsh", needs_node=NODE, npm_flags=("--legacy-peer-deps",)),
     )
 }
 
@@ -77,7 +107,7 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def _npm_install(packages: tuple[str, ...], prefix: Path, path_env: str) -> None:
+def _npm_install(packages: tuple[str, ...], prefix: Path, path_env: str, flags: tuple[str, ...] = ()) -> None:
     """``npm install`` into ``prefix`` once; a ``.installed`` file records success."""
     done = prefix / ".installed"
     with _locked(prefix.with_name(prefix.name + ".lock")):
@@ -96,6 +126,7 @@ def _npm_install(packages: tuple[str, ...], prefix: Path, path_env: str) -> None
                 "--no-audit",
                 "--no-fund",
                 "--loglevel=error",
+                *flags,
                 *packages,
             ],
             check=True,
@@ -119,7 +150,7 @@ def install(name: str) -> Path:
     if host.needs_node:
         path_env = f"{node_bin(host.needs_node)}{os.pathsep}{path_env}"
     prefix = CACHE / f"{name}-{host.version}"
-    _npm_install(host.packages, prefix, path_env)
+    _npm_install(host.packages, prefix, path_env, host.npm_flags)
     return prefix / "node_modules" / ".bin"
 
 

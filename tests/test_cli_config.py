@@ -313,12 +313,12 @@ GLOBAL_QUESTIONS = (
     + ["llm.provider", "llm.model", "llm.base_url", "llm.api_key"]
     + [
         f"plugins.{p}.summarize.{f}"
-        for p in ("claude-code", "codex", "opencode", "openclaw")
+        for p in ("claude-code", "codex", "opencode", "openclaw", "dsh")
         for f in ("enabled", "provider", "model")
     ]
     + [
         f"plugins.{p}.{t}.enabled"
-        for p in ("claude-code", "codex", "opencode", "openclaw")
+        for p in ("claude-code", "codex", "opencode", "openclaw", "dsh")
         for t in ("project_review", "user_profile")
     ]
     + [f"prompts.{n}" for n in ("compact", "summarize", "project_review", "user_profile", "memory_to_skill")]
@@ -384,7 +384,8 @@ def test_init_global_keeps_env_refs_and_unprompted_keys(monkeypatch: pytest.Monk
     # keys the wizard does not ask about survive
     assert data["reranker"] == {"model": "cross-encoder/ms-marco"}
     assert data["llm"]["providers"] == {"fast": {"type": "openai", "api_key": "env:FAST_KEY"}}
-    assert data["plugins"]["dsh"] == {"summarize": {"provider": "fast"}}
+    # asked about (DSH has a plugin now), with the value it had as the default answer
+    assert data["plugins"]["dsh"]["summarize"] == {"enabled": True, "provider": "fast", "model": ""}
     assert data["plugins"]["codex"]["memory_to_skill"] == {"enabled": True, "paths": [".codex/skills"]}
     assert data["plugins"]["codex"]["summarize"] == {"enabled": True, "provider": "fast", "model": ""}
     assert data["indexing"] == {"ignore_files": [".gitignore"], "exclude": []}

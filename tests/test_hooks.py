@@ -462,7 +462,8 @@ def test_unknown_platform_or_event_is_a_clear_error(hk: HookEnv) -> None:
     assert proc.returncode == 2
     assert (
         proc.stderr.strip()
-        == "Error: unknown platform 'cursor'. Hint: valid platforms: claude-code, codex, openclaw, opencode"
+        == "Error: unknown platform 'cursor'. Hint: valid platforms: claude-code, codex, dsh, openclaw, "
+        "opencode"
     )
     proc = hk.hook("openclaw", "session-end", "{}")
     assert proc.returncode == 2

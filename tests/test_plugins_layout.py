@@ -1,8 +1,8 @@
 """The plugins folder holds manifests, skills and tiny shims — never logic, never copies.
 
-Rules: every ``plugins/<platform>/`` file is a JSON manifest, a markdown skill or
-document, or a shim; no two files under ``plugins/`` are identical (shared logic, prompts and
-parsers live once, in the package). A shim is measured by its statements, not its lines, so that
+Rules: every ``plugins/<platform>/`` file is a JSON (or, for DSH's Cordis patch, YAML) manifest, a
+markdown skill or document, or a shim; no two files under ``plugins/`` are identical (shared logic,
+prompts and parsers live once, in the package). A shim is measured by its statements, not its lines, so that
 it can be written readably: a shell shim by its command lines, a JavaScript module by the
 statements acorn finds in it (.ci/js/statements.mjs), and the JavaScript must be as prettier
 formats it (both tools pinned in .ci/js/package.json, installed from npm once, then offline).
@@ -28,13 +28,13 @@ from memsearch import config
 from memsearch.hooks import install
 from memsearch.hooks.engine import ACTIONS, EVENT_ALIASES, actions_of
 from memsearch.hooks.events import EVENTS
-from memsearch.hooks.platforms import DOCTORS, INSTALLERS, PLATFORMS, ROWS, SETTINGS_ONLY_PLATFORMS
+from memsearch.hooks.platforms import DOCTORS, INSTALLERS, PLATFORMS, ROWS
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ROOT / "plugins"
 JS_TOOLS = ROOT / ".ci" / "js"
-#: Manifests and skills/docs may be long; everything else is a shim.
-NOT_SHIMS = (".json", ".md")
+#: Manifests (JSON; DSH's bundle patch is YAML) and skills/docs may be long; everything else is a shim.
+NOT_SHIMS = (".json", ".yml", ".md")
 #: Command lines of a shell shim (block keywords such as ``fi`` do not count).
 MAX_SHELL_STATEMENTS = 10
 #: Statements of a JavaScript plugin module: enough to adapt the host's API to ``memsearch``
@@ -101,7 +101,7 @@ def js_statements(paths: list[Path]) -> dict[Path, dict[str, int]]:
 def test_every_platform_folder_has_only_manifests_skills_and_short_shims() -> None:
     assert {p.name for p in platform_dirs()} >= {"claude-code", "codex"}
     js = [p for p in shims() if p.suffix == ".js"]
-    assert {p.parent.name for p in js} == {"opencode", "openclaw"}
+    assert {p.parent.name for p in js} == {"opencode", "openclaw", "dsh"}
     counts = js_statements(js)
     for path in shims():
         name = path.relative_to(ROOT)
@@ -193,7 +193,21 @@ def test_claude_code_hooks_cover_every_event_of_the_engine() -> None:
         assert "async" not in hook
 
 
-@pytest.mark.parametrize("platform", ["claude-code", "codex", "openclaw", "opencode"])
+def test_dsh_bundle_patch_mounts_the_package_it_ships_in() -> None:
+    """``dsh plugin add`` links the folder under package.json's name and applies the patch that
+    ``dsh.bundle.patch`` names; the row it inserts must import that same name."""
+    package = json.loads((PLUGINS / "dsh" / "package.json").read_text())
+    assert package["version"] == memsearch.__version__
+    patch = (PLUGINS / "dsh" / package["dsh"]["bundle"]["patch"]).read_text(encoding="utf-8")
+    rows = [line.strip() for line in patch.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert rows == ["- insert:", "- id: memsearch", f'name: "{package["name"]}"']
+    module = (PLUGINS / "dsh" / package["main"]).read_text(encoding="utf-8")
+    assert 'export const name = "memsearch";' in module
+    shipped = {"index.js", package["dsh"]["bundle"]["patch"].removeprefix("./"), "skills"}
+    assert set(package["files"]) >= shipped
+
+
+@pytest.mark.parametrize("platform", ["claude-code", "codex", "openclaw", "opencode", "dsh"])
 def test_skills_have_frontmatter_naming_their_folder(platform: str) -> None:
     skills = sorted((PLUGINS / platform / "skills").glob("*/SKILL.md"))
     assert {s.parent.name for s in skills} == {"memory-recall", "memory-config", "memory-to-skill"}
@@ -228,8 +242,7 @@ def test_host_tables_are_derived_from_the_platform_rows() -> None:
     assert {row.name: row.doctor for row in ROWS if row.doctor is not None} == DOCTORS
     assert INSTALLERS["codex"] is PLATFORMS["codex"].installer
     # config.py keeps its own literal (reading the configuration must not import the adapters).
-    assert set(config.PLUGIN_PLATFORMS) == set(PLATFORMS) | set(SETTINGS_ONLY_PLATFORMS)
-    assert not set(PLATFORMS) & set(SETTINGS_ONLY_PLATFORMS)
+    assert set(config.PLUGIN_PLATFORMS) == set(PLATFORMS)
     # Host-only actions never shadow a shared action or an event name.
     for row in ROWS:
         assert not set(row.actions) & (set(ACTIONS) | set(EVENTS) | set(EVENT_ALIASES)), row.name

@@ -350,6 +350,7 @@ def test_host_skill_dirs_honour_the_hosts_variables(tmp_path: Path) -> None:
         "CLAUDE_CONFIG_DIR": "/c",
         "OPENCLAW_STATE_DIR": "/o",
         "XDG_CONFIG_HOME": "/x",
+        "DSH_HOME": "/d",
     }
     got = {p: skills.host_skill_dir(p, tmp_path, user=True, env=env) for p in skills.HOST_SKILL_DIRS}
     assert got == {
@@ -357,7 +358,11 @@ def test_host_skill_dirs_honour_the_hosts_variables(tmp_path: Path) -> None:
         "codex": tmp_path / ".agents/skills",
         "openclaw": Path("/o/skills"),
         "opencode": Path("/x/opencode/skills"),
+        "dsh": Path("/d/skills"),
     }
+    assert skills.host_skill_dir("dsh", tmp_path, user=True, env={"HOME": str(tmp_path)}) == (
+        tmp_path / ".dsh/skills"
+    )
     with pytest.raises(SkillInputError, match="unknown platform"):
         skills.host_skill_dir("vim", tmp_path)
 

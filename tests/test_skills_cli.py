@@ -299,11 +299,15 @@ def test_session_start_says_when_candidates_wait(hk: HookEnv, platform: str) -> 
     assert "SKILLS" not in done["systemMessage"]
 
 
-@pytest.mark.parametrize(("platform", "field"), [("opencode", "system"), ("openclaw", "prependContext")])
+@pytest.mark.parametrize(
+    ("platform", "field"), [("opencode", "system"), ("openclaw", "prependContext"), ("dsh", "context")]
+)
 def test_hosts_without_a_status_line_tell_the_model(hk: HookEnv, platform: str, field: str) -> None:
-    # OpenCode merges "system" into the system prompt and OpenClaw prepends "prependContext"; neither
-    # shows the status line to the user, so the hint goes where the model reads it.
-    stdin = json.dumps({"sessionId": "s1", "agentId": "main", "workspaceDir": str(hk.project)})
+    # OpenCode merges "system" into the system prompt, OpenClaw prepends "prependContext" and DSH adds
+    # "context" to the step; none shows the status line to the user, so the hint goes where the model
+    # reads it.
+    fields = {"sessionId": "s1", "agentId": "main", "workspaceDir": str(hk.project), "cwd": str(hk.project)}
+    stdin = json.dumps(fields)
     before = hook_json(hk.hook(platform, "session-start", stdin, MEMSEARCH_NO_WATCH="1"))
     assert "SKILLS" not in json.dumps(before)
     skills.write_candidate(hk.memsearch_dir, "deploy", DESC, BODY, message="distill: add deploy")

@@ -19,12 +19,13 @@ from memsearch.config import MemSearchConfig
 from memsearch.hooks.install import install_skills
 
 ROOT = Path(__file__).resolve().parents[1]
-PLATFORMS = ["claude-code", "codex", "openclaw", "opencode"]
+PLATFORMS = ["claude-code", "codex", "openclaw", "opencode", "dsh"]
 MEMSEARCH = {
     "claude-code": "memsearch",
     "codex": "__MEMSEARCH__",
     "openclaw": "memsearch",
     "opencode": "memsearch",
+    "dsh": "memsearch",
 }
 
 

@@ -42,8 +42,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 GOLDEN = FIXTURES / "golden"
 UNKNOWN_MESSAGE = (
     "Error: Unrecognized transcript format. Read the file directly to locate the relevant turns. "
-    "Hint: memsearch reads Claude Code session JSONL, Codex rollout JSONL, OpenClaw agent SQLite, "
-    "OpenClaw session JSONL and OpenCode SQLite; "
+    "Hint: memsearch reads Claude Code session JSONL, Codex rollout JSONL, DeepSeek Harness session "
+    "JSONL, OpenClaw agent SQLite, OpenClaw session JSONL and OpenCode SQLite; "
 )
 
 
@@ -308,7 +308,7 @@ def test_detect_format(fixture: str, name: str) -> None:
 
 def test_detect_format_table_and_entries(opencode_db: Path) -> None:
     assert detect_format(opencode_db) == "opencode"
-    assert list(FORMATS) == ["openclaw-db", "opencode", "codex", "openclaw", "claude"]
+    assert list(FORMATS) == ["openclaw-db", "opencode", "codex", "openclaw", "claude", "dsh"]
     # the first entry any format accepts decides; unrelated entries before it are skipped
     assert detect_format([{"type": "summary"}, {"type": "user", "message": {"content": "x"}}]) == "claude"
     with pytest.raises(UnknownTranscriptFormatError) as info:
@@ -345,7 +345,8 @@ def test_missing_file_and_directory_exit_1(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stderr == (
         f"Error: transcript not found: {missing}. Hint: check the path; Claude Code keeps sessions in "
-        "~/.claude/projects/, Codex in ~/.codex/sessions/, OpenCode in ~/.local/share/opencode/opencode.db\n"
+        "~/.claude/projects/, Codex in ~/.codex/sessions/, OpenCode in ~/.local/share/opencode/opencode.db, "
+        "DeepSeek Harness in ~/.dsh/sessions/\n"
     )
     result = run(str(tmp_path))
     assert result.exit_code == 1
@@ -432,6 +433,10 @@ def test_find_turn_rules() -> None:
     assert find_turn(turns, "zzzzzzzz-other") == 2  # the original's first-8-characters rule
     with pytest.raises(TurnNotFoundError):
         find_turn(turns, "nope")
+    numbered = [Turn("user", "1"), Turn("assistant", "a-1"), Turn("user", "2")]  # DSH's turn numbers
+    assert find_turn(numbered, "2") == 2
+    with pytest.raises(TurnNotFoundError):
+        find_turn(numbered, "13")  # not turn 1: the first-8-characters rule needs ids that long
 
 
 def test_select_turns_context_is_clamped() -> None:
@@ -621,3 +626,73 @@ def test_openclaw_agent_database(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "How do retries work?" in shown.stdout and "[selected]" in shown.stdout
     many = run(str(db))
     assert many.exit_code != 0 and "holds 2 OpenClaw sessions; choose one with --session" in many.stderr
+
+
+# --- DeepSeek Harness session artifacts (DSH 0.1.0-rc.8) ------------------------------------------
+
+
+def _dsh_session(tmp_path: Path, compress: bool = True, name: str = "session.jsonl.zstd") -> Path:
+    import dsh_artifact
+
+    log = dsh_artifact.Log()
+    log.turn(1, "Which queue does the exporter use?", "It uses the slow queue.")
+    log.turn(
+        2,
+        "Move it to the fast queue.",
+        "Moved; the tests pass.",
+        tools=[("bash", {"command": "pytest -q tests/test_export.py"}, "3 passed\n")],
+    )
+    log.user("[memsearch] a note a plugin added", kind="plugin")
+    first, *rest = [log.events[:9], log.events[9:]]
+    return dsh_artifact.write(
+        tmp_path / "sessions" / "--proj--" / "session-1" / name,
+        dsh_artifact.header("session-1", "/proj"),
+        [first, *rest],
+        compress=compress,
+    )
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["zstd", "plain"])
+def test_dsh_session_artifact(tmp_path: Path, compress: bool) -> None:
+    path = _dsh_session(tmp_path, compress, "session.jsonl.zstd" if compress else "session.jsonl")
+    assert detect_format(path) == "dsh"
+    result = read_transcript(path)
+    assert result.warnings == []
+    assert [(t.role, t.uuid, t.text) for t in result.turns] == [
+        ("user", "1", "Which queue does the exporter use?"),
+        ("assistant", "answer-1", "It uses the slow queue."),
+        ("user", "2", "Move it to the fast queue."),
+        ("assistant", "tool-step-2-0", ""),
+        ("assistant", "answer-2", "Moved; the tests pass."),
+    ]
+    assert result.turns[3].tools == [ToolCall("bash", "pytest -q tests/test_export.py", "3 passed")]
+    # the anchor's turn number selects the person's message of that turn
+    shown = run(str(path), "--turn", "2", "--context", "2")
+    assert shown.exit_code == 0, shown.stderr
+    assert "### User (2) [selected]\nMove it to the fast queue." in shown.stdout
+    assert "- $ [bash] pytest -q tests/test_export.py\n  → 3 passed" in shown.stdout
+    assert "runtime context" not in shown.stdout and "a note a plugin added" not in shown.stdout
+    assert run(str(path), "--turn", "7").exit_code != 0
+    assert run(str(path), "--session", "session-1").exit_code != 0  # one session per file
+
+
+def test_dsh_artifact_still_being_written(tmp_path: Path) -> None:
+    """DSH appends a frame per batch: a frame cut short keeps the frames before it (with a warning);
+    the turn whose end is not written yet is read as far as it goes."""
+    from memsearch.transcript.dsh import read_dsh_turn
+
+    path = _dsh_session(tmp_path)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-9])
+    result = read_transcript(path)
+    assert any("last compressed frame is incomplete" in w for w in result.warnings)
+    assert [t.uuid for t in result.turns][:2] == ["1", "answer-1"]
+    turn, warnings = read_dsh_turn(path, 1)
+    assert turn is not None and turn.ended and turn.user is not None and warnings
+    path.write_bytes(whole)
+    turn, warnings = read_dsh_turn(path, 2)
+    assert turn is not None and turn.ended and [r.uuid for r in turn.replies] == ["tool-step-2-0", "answer-2"]
+    assert read_dsh_turn(path, 3) == (None, [])
+    path.write_bytes(whole[:4] + b"\xff" * 40)  # zstd magic, then a frame header no zstd accepts
+    damaged = run(str(path))
+    assert "cannot decompress past byte 0" in damaged.stderr

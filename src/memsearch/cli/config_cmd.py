@@ -48,8 +48,8 @@ def config() -> None:
 
 # --- wizard --------------------------------------------------------------------------------------
 
-#: The platforms the wizard asks about (dsh has no installer; its settings are kept as they are).
-_WIZARD_PLATFORMS = tuple(p for p in PLUGIN_PLATFORMS if p != "dsh")
+#: The platforms the wizard asks about.
+_WIZARD_PLATFORMS = PLUGIN_PLATFORMS
 _MAINTENANCE_TASKS = ("project_review", "user_profile")
 
 

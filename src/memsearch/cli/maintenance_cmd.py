@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memsearch.cli.render import plural, shown
-from memsearch.config import PLUGIN_TASKS
+from memsearch.config import PLUGIN_PLATFORMS, PLUGIN_TASKS
 
 if TYPE_CHECKING:
     from memsearch.hooks.base import HookContext
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 #: The maintenance tasks (``summarize`` is the per-turn summariser, not one of them).
 TASK_NAMES = tuple(t for t in PLUGIN_TASKS if t != "summarize")
-#: Hosts with a hook engine (``dsh`` has config keys but no plugin here).
-HOOK_PLATFORMS = ("claude-code", "codex", "opencode", "openclaw")
+#: Hosts with a hook engine (every platform the configuration knows).
+HOOK_PLATFORMS = PLUGIN_PLATFORMS
 
 _platform_option = click.option(
     "--platform",

@@ -35,9 +35,9 @@ from memsearch.transcript import find_turn, format_turns, read_transcript, selec
 def transcript(path: str, turn_id: str | None, context: int, session: str | None, json_output: bool) -> None:
     """Show the turns of an agent session transcript at PATH.
 
-    Reads Claude Code session JSONL, Codex rollout JSONL, OpenClaw session JSONL or agent database
-    and OpenCode's SQLite database (pick the session of a database with --session). Exits 3 when the
-    format is not recognised.
+    Reads Claude Code session JSONL, Codex rollout JSONL, OpenClaw session JSONL or agent database,
+    OpenCode's SQLite database (pick the session of a database with --session) and DeepSeek Harness
+    session files (zstd-compressed or not). Exits 3 when the format is not recognised.
     """
     result = read_transcript(path, session=session)
     for warning in result.warnings:

@@ -33,6 +33,7 @@ __all__ = [
     "disabled",
     "dumps",
     "find_git_root",
+    "plugin_reply",
     "render_hook_json",
 ]
 
@@ -312,6 +313,22 @@ def dumps(data: Any) -> str:
 
 #: Host events whose JSON reply may carry ``hookSpecificOutput.additionalContext``.
 CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
+
+
+def plugin_reply(key: str, events: frozenset[str] | None = None) -> Callable[[str, Reply], str]:
+    """The reply format of hosts whose plugin module reads our JSON (OpenCode, OpenClaw, DSH): the
+    model's text under ``key`` (only for the host ``events`` given, if any) and the status line as
+    ``systemMessage`` for the module to log or drop; ``{}`` when there is nothing."""
+
+    def render(host_event: str, reply: Reply) -> str:
+        out: dict[str, str] = {}
+        if reply.context and (events is None or host_event in events):
+            out[key] = reply.context
+        if reply.message:
+            out["systemMessage"] = reply.message
+        return dumps(out)
+
+    return render
 
 
 def render_hook_json(host_event: str, reply: Reply) -> str:

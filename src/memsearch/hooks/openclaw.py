@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, Reply, dumps
+from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, plugin_reply
 from memsearch.hooks.collection import absolute_path
 from memsearch.hooks.summarize import host_cli, log, render_turn, run_summarizer
 
@@ -47,7 +47,6 @@ __all__ = [
     "openclaw_summarizer",
     "project_dir",
     "read_input",
-    "render_reply",
     "session_file",
     "state_dir",
 ]
@@ -197,24 +196,14 @@ def openclaw_summarizer(ctx: HookContext, prompt: str) -> str | None:
     return run_summarizer(ctx, argv, stdin=prompt)
 
 
-def render_reply(host_event: str, reply: Reply) -> str:
-    """``{"prependContext": ...}`` for ``before_prompt_build`` (what OpenClaw adds to the prompt), and
-    the status line as ``systemMessage`` for the plugin to log; ``{}`` when there is nothing."""
-    out: dict[str, str] = {}
-    if reply.context and host_event == "before_prompt_build":
-        out["prependContext"] = reply.context
-    if reply.message:
-        out["systemMessage"] = reply.message
-    return dumps(out)
-
-
 PLATFORM = Platform(
     name="openclaw",
     agent_name=AGENT_NAME,
     events={"session-start": "before_prompt_build", "stop": "agent_end"},
     read_input=read_input,
     project_dir=project_dir,
-    render=render_reply,
+    # what OpenClaw adds to the prompt of the run
+    render=plugin_reply("prependContext", frozenset({"before_prompt_build"})),
     capture=capture_session_turn,
     native_summarizer=openclaw_summarizer,
     recall_hint=(

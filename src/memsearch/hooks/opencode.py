@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, Reply, dumps
+from memsearch.hooks.base import Capture, HookContext, HookInput, Platform, plugin_reply
 from memsearch.hooks.collection import absolute_path
 from memsearch.hooks.summarize import host_cli, log, render_turn, run_summarizer
 
@@ -31,7 +31,6 @@ __all__ = [
     "capture_turn",
     "opencode_summarizer",
     "project_dir",
-    "render_reply",
 ]
 
 AGENT_NAME = "OpenCode"
@@ -94,16 +93,6 @@ def opencode_summarizer(ctx: HookContext, prompt: str) -> str | None:
     return run_summarizer(ctx, argv)
 
 
-def render_reply(host_event: str, reply: Reply) -> str:
-    """``{"system": ...}``: the text the plugin merges into OpenCode's system prompt (``{}`` if none)."""
-    out: dict[str, str] = {}
-    if reply.context:
-        out["system"] = reply.context
-    if reply.message:
-        out["systemMessage"] = reply.message
-    return dumps(out)
-
-
 def _daemon(platform: Platform, options: Mapping[str, Any]) -> str:
     """The capture daemon for the current folder (runs until OpenCode exits)."""
     from memsearch.hooks.opencode_daemon import daemon_action  # only the daemon needs it
@@ -117,7 +106,7 @@ PLATFORM = Platform(
     events={"session-start": "experimental.chat.system.transform", "stop": "capture"},
     read_input=HookInput.from_fields,
     project_dir=project_dir,
-    render=render_reply,
+    render=plugin_reply("system"),  # merged into OpenCode's system prompt
     capture=capture_turn,
     native_summarizer=opencode_summarizer,
     recall_hint=(

@@ -11,13 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from memsearch.hooks import claude_code, codex, openclaw, opencode
+from memsearch.hooks import claude_code, codex, dsh, openclaw, opencode
 from memsearch.hooks.base import Platform
 
-__all__ = ["DOCTORS", "INSTALLERS", "PLATFORMS", "ROWS", "SETTINGS_ONLY_PLATFORMS"]
+__all__ = ["DOCTORS", "INSTALLERS", "PLATFORMS", "ROWS"]
 
 #: One row per host agent.
-ROWS: tuple[Platform, ...] = (claude_code.PLATFORM, codex.PLATFORM, opencode.PLATFORM, openclaw.PLATFORM)
+ROWS: tuple[Platform, ...] = (
+    claude_code.PLATFORM,
+    codex.PLATFORM,
+    opencode.PLATFORM,
+    openclaw.PLATFORM,
+    dsh.PLATFORM,
+)
 
 #: Platform name (as in ``memsearch hook <platform> <event>`` and ``plugins.<platform>.*``) → row.
 PLATFORMS: dict[str, Platform] = {row.name: row for row in ROWS}
@@ -26,7 +32,3 @@ PLATFORMS: dict[str, Platform] = {row.name: row for row in ROWS}
 INSTALLERS: dict[str, Callable[[Path], str]] = {row.name: row.installer for row in ROWS if row.installer}
 #: Platform → check that the host will run the installed hooks.
 DOCTORS: dict[str, Callable[[], str]] = {row.name: row.doctor for row in ROWS if row.doctor}
-
-#: ``plugins.<name>.*`` sections accepted in the configuration for hosts without a row here (their
-#: plugin lives elsewhere and only reads its settings).
-SETTINGS_ONLY_PLATFORMS: tuple[str, ...] = ("dsh",)

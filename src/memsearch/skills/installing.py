@@ -38,6 +38,8 @@ HOST_SKILL_DIRS: dict[str, tuple[str, str]] = {
     "codex": (".agents/skills", "~/.agents/skills"),
     "openclaw": ("skills", "~/.openclaw/skills"),
     "opencode": (".opencode/skills", "~/.config/opencode/skills"),
+    # DSH 0.1.0-rc.8 also reads .agents/skills (Codex's); its own folders keep a skill to DSH.
+    "dsh": (".dsh/skills", "~/.dsh/skills"),
 }
 
 
@@ -57,7 +59,7 @@ def host_skill_dir(
 ) -> Path:
     """The folder ``platform`` reads skills from: in the project, or for the user (all projects).
     Honoured: ``CLAUDE_CONFIG_DIR`` (Claude Code), ``OPENCLAW_STATE_DIR`` (OpenClaw),
-    ``XDG_CONFIG_HOME`` (OpenCode)."""
+    ``XDG_CONFIG_HOME`` (OpenCode), ``DSH_HOME`` (DeepSeek Harness)."""
     env = os.environ if env is None else env
     try:
         project_rel, user_dir = HOST_SKILL_DIRS[platform]
@@ -72,6 +74,7 @@ def host_skill_dir(
         "claude-code": ("CLAUDE_CONFIG_DIR", "skills"),
         "openclaw": ("OPENCLAW_STATE_DIR", "skills"),
         "opencode": ("XDG_CONFIG_HOME", "opencode/skills"),
+        "dsh": ("DSH_HOME", "skills"),
     }
     var, tail = overrides.get(platform, ("", ""))
     if var and env.get(var, "").strip():
@@ -98,7 +101,7 @@ def install_candidate(
     if not destinations:
         raise NoInstallTargetError(
             "no install destination given",
-            "pass --platform (claude-code, codex, openclaw, opencode) or --path <skills folder>",
+            "pass --platform (claude-code, codex, openclaw, opencode, dsh) or --path <skills folder>",
         )
     memsearch_dir = Path(memsearch_dir)
     root = candidates_root(memsearch_dir)

@@ -1,12 +1,13 @@
 """Agent session transcripts → a list of turns: the L3 step of progressive disclosure.
 
 This package owns reading the transcripts the agents write — Claude Code session JSONL, Codex
-rollout JSONL, OpenClaw session JSONL or agent database, and OpenCode's SQLite database — into one small model
+rollout JSONL, OpenClaw session JSONL or agent database, OpenCode's SQLite database, and DeepSeek
+Harness session JSONL (zstd-compressed or not) — into one small model
 (:class:`Turn` with :class:`ToolCall` s), picking the turns around an id, and rendering them as text or
 JSON for ``memsearch transcript``. The agent plugins reuse it (:func:`last_turn`) to extract the turn
 they summarise, so the parsing lives once, here. Its modules follow the steps: :mod:`.model`
 (turns and picking them), :mod:`.source` (reading a file leniently), one module per format
-(:mod:`.claude_code`, :mod:`.codex`, :mod:`.openclaw`, :mod:`.opencode`), :mod:`.formats` (the
+(:mod:`.claude_code`, :mod:`.codex`, :mod:`.openclaw`, :mod:`.opencode`, :mod:`.dsh`), :mod:`.formats` (the
 table), :mod:`.reading` (detecting and parsing) and :mod:`.render`; every name is importable from
 ``memsearch.transcript`` as before.
 

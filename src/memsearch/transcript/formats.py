@@ -12,6 +12,7 @@ from typing import Any
 
 from memsearch.transcript.claude_code import is_claude_entry, parse_claude
 from memsearch.transcript.codex import is_codex_entry, parse_codex
+from memsearch.transcript.dsh import is_dsh_entry, parse_dsh
 from memsearch.transcript.model import Turn
 from memsearch.transcript.openclaw import (
     OPENCLAW_EVENTS,
@@ -56,4 +57,5 @@ FORMATS: dict[str, TranscriptFormat] = {
     "codex": TranscriptFormat("Codex rollout JSONL", parse_codex, entry_matches=is_codex_entry),
     "openclaw": TranscriptFormat("OpenClaw session JSONL", parse_openclaw, entry_matches=is_openclaw_entry),
     "claude": TranscriptFormat("Claude Code session JSONL", parse_claude, entry_matches=is_claude_entry),
+    "dsh": TranscriptFormat("DeepSeek Harness session JSONL", parse_dsh, entry_matches=is_dsh_entry),
 }

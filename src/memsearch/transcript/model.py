@@ -72,12 +72,13 @@ class Transcript:
 
 def find_turn(turns: Sequence[Turn], turn_id: str) -> int:
     """Index of the turn ``turn_id`` names: exact id, else id prefix, else the original's rule that the
-    id starts with the first 8 characters of a turn's id. Raises :class:`TurnNotFoundError`.
+    id starts with the first 8 characters of a turn's id (only for ids that long: for a short id, such
+    as DSH's turn numbers, it would take ``13`` for turn ``1``). Raises :class:`TurnNotFoundError`.
     """
     rules: tuple[Callable[[str], bool], ...] = (
         lambda i: i == turn_id,
         lambda i: i.startswith(turn_id),
-        lambda i: turn_id.startswith(i[:8]),
+        lambda i: len(i) >= 8 and turn_id.startswith(i[:8]),
     )
     for rule in rules:
         for index, turn in enumerate(turns):

@@ -11,7 +11,7 @@ from typing import Any
 from memsearch.errors import TranscriptReadError
 from memsearch.transcript.content import clip, content_text, image_placeholder, join_text, render_input
 from memsearch.transcript.model import ToolCall, Turn
-from memsearch.transcript.source import Entry, Source, choose_session
+from memsearch.transcript.source import Entry, Source, choose_session, zstd_decompress
 
 __all__ = [
     "OPENCLAW_EVENTS",
@@ -89,15 +89,6 @@ def openclaw_message_turns(messages: Iterable[Any]) -> list[Turn]:
 OPENCLAW_EVENTS = "transcript_events"
 
 
-def _zstd_decompress(data: bytes) -> bytes:
-    try:
-        from compression import zstd  # Python 3.14+
-    except ImportError:
-        from backports import zstd  # the backport, installed with memsearch on older Pythons
-    plain: bytes = zstd.decompress(data)
-    return plain
-
-
 def parse_openclaw_db(src: Source) -> list[Turn]:
     """OpenClaw's agent database (``agents/<id>/agent/openclaw-agent.sqlite``), read-only.
 
@@ -130,7 +121,7 @@ def parse_openclaw_db(src: Source) -> list[Turn]:
     bad: list[str] = []
     for k, (seq, text, packed) in enumerate(rows, 1):
         try:
-            raw = text if text is not None else _zstd_decompress(packed).decode("utf-8", errors="replace")
+            raw = text if text is not None else zstd_decompress(packed).decode("utf-8", errors="replace")
             entry = json.loads(raw)
         except Exception:  # a damaged row: skip it, as a malformed JSONL line is skipped
             entry = None

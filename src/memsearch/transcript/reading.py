@@ -90,8 +90,8 @@ def read_transcript(path: str | os.PathLike[str], *, session: str | None = None)
         entries, nonblank = read_jsonl(p, warnings)
     name = _detect(head, [e for _, e in entries], tables_if_sqlite(p, head))
     if name is None:
-        if not nonblank:
-            return Transcript(p, None, [], [f"{p} is empty"])
+        if not nonblank:  # nothing written yet (or nothing readable: the warnings say why)
+            return Transcript(p, None, [], warnings or [f"{p} is empty"])
         raise _unknown_format(p)
     fmt = FORMATS[name]
     if session is not None and not fmt.has_sessions:

@@ -2,15 +2,18 @@
 
 Transcripts are read while the agent may still be writing them, and may hold bytes that are not
 UTF-8: each JSONL line is decoded on its own with replacement, a half-written final line is skipped,
-and both become warnings on the :class:`Source` instead of failing the whole read. SQLite
-containers of many sessions (OpenCode, OpenClaw) pick one session here, the same way for both.
+and both become warnings on the :class:`Source` instead of failing the whole read. A JSONL file
+stored as concatenated zstd frames (DeepSeek Harness's ``session.jsonl.zstd``) is read the same way
+once decompressed; a frame cut short by a writer still at work gives what it holds, with a warning.
+SQLite containers of many sessions (OpenCode, OpenClaw) pick one session here, the same way for both.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +32,7 @@ __all__ = [
     "DETECT_ENTRIES",
     "SQLITE_MAGIC",
     "UNKNOWN_FORMAT_MESSAGE",
+    "ZSTD_MAGIC",
     "Entry",
     "Source",
     "check_path",
@@ -37,12 +41,16 @@ __all__ = [
     "read_jsonl",
     "sqlite_tables",
     "tables_if_sqlite",
+    "zstd_decompress",
+    "zstd_frames",
 ]
 
 UNKNOWN_FORMAT_MESSAGE = (
     "Unrecognized transcript format. Read the file directly to locate the relevant turns."
 )
 SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The first bytes of a zstd frame.
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 DETECT_ENTRIES = 80  # entries inspected for detection, as in the original
 
 
@@ -73,7 +81,8 @@ def check_path(path: str | os.PathLike[str]) -> Path:
         raise TranscriptNotFoundError(
             f"transcript not found: {p}",
             "check the path; Claude Code keeps sessions in ~/.claude/projects/, Codex in "
-            "~/.codex/sessions/, OpenCode in ~/.local/share/opencode/opencode.db",
+            "~/.codex/sessions/, OpenCode in ~/.local/share/opencode/opencode.db, DeepSeek Harness "
+            "in ~/.dsh/sessions/",
         )
     if not p.is_file():
         raise TranscriptNotFoundError(f"not a transcript file: {p}", "pass the path of a session file")
@@ -88,11 +97,67 @@ def read_head(p: Path) -> bytes:
         raise TranscriptReadError(f"cannot read transcript {p}: {exc.strerror or exc}") from exc
 
 
+def _zstd() -> Any:
+    """The zstd module: the standard library's (Python 3.14+) or its backport (a dependency of
+    memsearch on older Pythons)."""
+    try:
+        from compression import zstd  # Python 3.14+
+    except ImportError:
+        try:
+            from backports import zstd
+        except ImportError:
+            raise TranscriptReadError(
+                "reading zstd-compressed transcripts needs the backports.zstd package",
+                "install it into memsearch's environment: pip install backports.zstd "
+                "(memsearch lists it as a dependency on Python < 3.14)",
+            ) from None
+    return zstd
+
+
+def zstd_decompress(data: bytes) -> bytes:
+    """One zstd-compressed value (all its frames); raises the module's ``ZstdError`` if damaged."""
+    plain: bytes = _zstd().decompress(data)
+    return plain
+
+
+def zstd_frames(data: bytes) -> tuple[bytes, str]:
+    """The text of concatenated zstd frames, frame by frame, and a problem ("" if none).
+
+    A writer appends one frame per batch; a frame it has not finished (or a damaged one) ends the
+    read with what was decoded so far, so the complete frames before it are never lost.
+    """
+    zstd = _zstd()
+    out: list[bytes] = []
+    rest = data
+    while rest:
+        decompressor = zstd.ZstdDecompressor()
+        try:
+            out.append(decompressor.decompress(rest))
+        except zstd.ZstdError as exc:
+            done = len(data) - len(rest)
+            return b"".join(out), f"cannot decompress past byte {done} ({exc}); read what came before"
+        if not decompressor.eof:
+            return b"".join(out), "the last compressed frame is incomplete (the session may still be writing)"
+        rest = decompressor.unused_data
+    return b"".join(out), ""
+
+
+def _lines(f: io.BufferedReader, p: Path, warnings: list[str]) -> Iterable[bytes]:
+    """The raw lines of an open JSONL file, decompressed first when it is a zstd stream."""
+    if f.peek(len(ZSTD_MAGIC))[: len(ZSTD_MAGIC)] != ZSTD_MAGIC:
+        return f
+    plain, problem = zstd_frames(f.read())
+    if problem:
+        warnings.append(f"{p}: {problem}")
+    return io.BytesIO(plain)
+
+
 def read_jsonl(p: Path, warnings: list[str], limit: int | None = None) -> tuple[list[Entry], bool]:
     """Parse JSONL leniently: per-line UTF-8 with replacement, bad lines counted, a torn tail skipped.
 
     Returns the entries and whether the file had any non-blank line (an empty file is not an
-    unknown format, just a session with nothing in it yet).
+    unknown format, just a session with nothing in it yet). A zstd-compressed file is read
+    decompressed (byte offsets in warnings are then offsets in the decompressed text).
     """
     entries: list[Entry] = []
     bad_utf8: list[tuple[int, int]] = []  # (line, byte offset)
@@ -102,7 +167,7 @@ def read_jsonl(p: Path, warnings: list[str], limit: int | None = None) -> tuple[
     offset = 0
     try:
         with p.open("rb") as f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(_lines(f, p, warnings), 1):
                 start, offset = offset, offset + len(raw)
                 try:
                     text = raw.decode("utf-8")
@@ -128,6 +193,8 @@ def read_jsonl(p: Path, warnings: list[str], limit: int | None = None) -> tuple[
                     malformed.append(lineno)
                 if limit is not None and len(entries) >= limit:
                     break
+    except TranscriptReadError:
+        raise
     except OSError as exc:
         raise TranscriptReadError(f"cannot read transcript {p}: {exc.strerror or exc}") from exc
     if bad_utf8:
