@@ -31,6 +31,16 @@ RRF_K = 60
 #: ~1.15 makes the favoured leg win every tie and near-tie; on the evaluation sets 1.05-3 gave the
 #: same Recall@5 and 1.5 was within 0.01 MRR of the best everywhere (evaluation/README.md).
 HYBRID_TILT = 1.5
+#: A query word that names one thing (an identifier, error code, ticket number or hash): ASCII
+#: letters and digits, maybe joined by ``_ - . : # /``, at least 4 characters, and either mixing
+#: letters and digits, holding an underscore, in camelCase, or all digits.
+_WORD_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.:#/-]*[A-Za-z0-9])?")
+_NAMES_ONE_THING = (
+    re.compile(r"(?=.*\d)(?=.*[A-Za-z])"),
+    re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]"),
+    re.compile(r"[a-z][A-Z]"),
+    re.compile(r"^\d+$"),
+)
 #: Han, kana and hangul: scripts that general-purpose English embedding models read poorly and that
 #: the jieba BM25 analyzer segments.
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -47,28 +57,67 @@ def hybrid_weights(query: str) -> tuple[float, float]:
     return (1.0, HYBRID_TILT) if _CJK_RE.search(query) else (HYBRID_TILT, 1.0)
 
 
+def exact_words(query: str) -> list[str]:
+    """The words of ``query`` that name one thing (see ``_NAMES_ONE_THING``), in order."""
+    found = []
+    for word in _WORD_RE.findall(query):
+        if len(word) >= 4 and any(p.search(word) for p in _NAMES_ONE_THING) and word not in found:
+            found.append(word)
+    return found
+
+
+def _exact_first(hits: list[Any], words: list[str]) -> list[str]:
+    """Keys of BM25 hits whose text holds one of ``words`` as a whole word, when few of them do.
+
+    Why: a token that occurs in one note (``zq31337x``, ``ERR_1042``, a ticket number) puts that
+    note first in the BM25 list, but one BM25 rank is worth less than the dense leg's top ~30 under
+    the tilt towards the dense leg, so the note fell out of the top k. The word is rare when at
+    most half of BM25's candidates (and at least one) hold it; a word most of them hold (``utf-8``
+    in an FAQ) is left to the fusion."""
+    keys: list[str] = []
+    for word in words:
+        pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", re.IGNORECASE)
+        holding = [
+            _key(hit) for hit in hits if pattern.search((hit.get("entity") or {}).get("content") or "")
+        ]
+        if 0 < len(holding) <= max(1, len(hits) // 2):
+            keys += [key for key in holding if key not in keys]
+    return keys
+
+
+def _key(hit: Any) -> str:
+    return str(hit.get("id") or (hit.get("entity") or {}).get("chunk_hash"))
+
+
 def fuse(
-    ranked: dict[str, list[Any]], weights: tuple[float, float] | None, top_k: int
+    ranked: dict[str, list[Any]], weights: tuple[float, float] | None, top_k: int, query: str = ""
 ) -> list[dict[str, Any]]:
     """Fuse the legs' raw hits (``{"dense": [...], "sparse": [...]}``, best first) by RRF.
 
     ``weights`` (dense, BM25) weighs each leg's ``1 / (k + rank)``; ``None`` is plain RRF, as in the
     original. Scores are normalised so rank 1 in every list scores 1.0. Hits are visited heaviest
     leg first, so a tie keeps the heavier leg's order.
+
+    With weights (memsearch's fusion), BM25 hits that hold a rare exact word of ``query``
+    (:func:`exact_words`, :func:`_exact_first`) come first, in BM25 order, scored as the best hit.
     """
     weight = dict(zip(LEGS, weights or (1.0, 1.0), strict=True))
     scores: dict[str, float] = {}
     hits: dict[str, Any] = {}
     for name in sorted(ranked, key=lambda n: -weight[n]):
         for rank, hit in enumerate(ranked[name], 1):
-            key = str(hit.get("id") or (hit.get("entity") or {}).get("chunk_hash"))
+            key = _key(hit)
             scores[key] = scores.get(key, 0.0) + weight[name] / (RRF_K + rank)
             hits.setdefault(key, hit)
     best = sum(weight[name] for name in ranked) / (RRF_K + 1)
+    first = _exact_first(ranked.get("sparse", []), exact_words(query)) if weights and query else []
+    order = first + [k for k in sorted(scores, key=lambda k: -scores[k]) if k not in first]  # stable
+    top = max(scores.values(), default=0.0)
     fused = []
-    for key in sorted(scores, key=lambda k: -scores[k])[:top_k]:  # stable: ties keep visiting order
+    for key in order[:top_k]:
         result = hit_to_result(hits[key], float)
-        result["score"] = min(1.0, scores[key] / best)  # rank 1 in both: 1.0, not 1.0000000000000002
+        score = top if key in first else scores[key]
+        result["score"] = min(1.0, score / best)  # rank 1 in both: 1.0, not 1.0000000000000002
         fused.append(result)
     return fused
 

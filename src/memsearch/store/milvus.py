@@ -418,7 +418,7 @@ class MilvusStore:
         if mode in LEGS:
             score = LEGS[mode][2]
             return [hit_to_result(hit, score) for hit in hits(mode)]
-        return fuse({leg: hits(leg) for leg in LEGS}, weights, top_k)
+        return fuse({leg: hits(leg) for leg in LEGS}, weights, top_k, query_text)
 
     def search_leg(
         self, leg: str, query: Sequence[float] | str, *, top_k: int, filter_expr: str = ""

@@ -1,0 +1,79 @@
+"""Fusion of the two legs: rare exact words of the query come first (``memsearch.store.fusion``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsearch import MemSearch
+from memsearch.store.fusion import exact_words, fuse
+
+
+def _hit(key: str, content: str, distance: float = 0.5) -> dict[str, Any]:
+    return {"id": key, "distance": distance, "entity": {"chunk_hash": key, "content": content, "source": key}}
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("zq31337x", ["zq31337x"]),
+        ("what was ERR_PAY_4012 about?", ["ERR_PAY_4012"]),
+        ("TM-1234 and OPS-88123 again", ["TM-1234", "OPS-88123"]),
+        ("retryBudgetMs in db-replica-07.eu2", ["retryBudgetMs", "db-replica-07.eu2"]),
+        ("commit 9f3c2a7b1e broke it; error 50213", ["9f3c2a7b1e", "50213"]),
+        ("how do we retry the database connection", []),  # plain words: untouched
+        ("v2 of the api", []),  # too short to name one thing
+        ("订单导出失败 2024", ["2024"]),
+    ],
+)
+def test_exact_words_are_identifiers_codes_tickets_and_hashes(query: str, words: list[str]) -> None:
+    assert exact_words(query) == words
+
+
+DENSE = [_hit(f"d{i}", f"notes about the deploy pipeline, day {i}") for i in range(10)]
+
+
+def test_a_rare_word_puts_the_bm25_hit_that_holds_it_first() -> None:
+    """BM25's first hit, absent from the dense list, scored below the dense leg's top ~30 under the
+    1.5 tilt: it fell out of the top 5. Holding the query's rare word, it now comes first."""
+    sparse = [
+        _hit("t", "the failing job id was zq31337x"),
+        *(_hit(f"s{i}", "deploy pipeline") for i in range(4)),
+    ]
+    legs = {"dense": DENSE, "sparse": sparse}
+    before = [r["chunk_hash"] for r in fuse(legs, (1.5, 1.0), 5)]
+    assert "t" not in before  # the failure this fixes
+    fused = fuse(legs, (1.5, 1.0), 5, "zq31337x")
+    assert fused[0]["chunk_hash"] == "t"
+    assert fused[0]["score"] >= fused[1]["score"]  # scores still fall down the list
+    assert fuse(legs, None, 5, "zq31337x") == fuse(legs, None, 5)  # the original's plain RRF: as it was
+
+
+def test_a_word_most_bm25_hits_hold_is_left_to_the_fusion() -> None:
+    sparse = [_hit(f"s{i}", f"set the locale to utf-8, step {i}") for i in range(5)]
+    legs = {"dense": DENSE, "sparse": sparse}
+    assert fuse(legs, (1.5, 1.0), 5, "utf-8 locale") == fuse(legs, (1.5, 1.0), 5)
+
+
+def test_the_word_must_be_whole_not_part_of_a_longer_one() -> None:
+    sparse = [_hit("t", "job zq31337x2 failed"), *(_hit(f"s{i}", "deploy") for i in range(4))]
+    legs = {"dense": DENSE, "sparse": sparse}
+    assert fuse(legs, (1.5, 1.0), 5, "zq31337x") == fuse(legs, (1.5, 1.0), 5)
+
+
+async def test_search_finds_the_one_note_with_the_token(isolated_env: Path) -> None:
+    """Through ``MemSearch`` on a real Milvus Lite store (hash embeddings): the words around the
+    token pull the dense leg to notes that share them; the note with the token comes first."""
+    notes = isolated_env / "notes"
+    notes.mkdir()
+    for i in range(40):
+        (notes / f"n{i:02d}.md").write_text(
+            f"# Day {i}\n\nWhat did we find about the deploy pipeline? We found the cache warm-up slow.\n"
+        )
+    (notes / "job.md").write_text("# Job\n\nThe nightly export job zq31337x died at 02:00.\n")
+    with MemSearch([str(notes)], milvus_uri=str(isolated_env / "m.db"), embedding_provider="hash") as ms:
+        await ms.index()
+        hits = await ms.search("what did we find about zq31337x", top_k=3)
+    assert Path(hits[0]["source"]).name == "job.md"
