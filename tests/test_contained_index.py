@@ -26,8 +26,8 @@ from hookkit import HookEnv, Store, hook_json, load_stdin, wait_for
 from memsearch.hooks.events import SYNC_ENV as SYNC
 from test_hooks import claude_stop_stdin, claude_transcript
 
-SECRET = "aws_secret_access_key = AKIAEXAMPLESECRETKEY"
-QUERY = "aws secret access key AKIAEXAMPLESECRETKEY"
+SECRET = "the vault word is zebravaultword"
+QUERY = "aws secret access key zebravaultword"
 
 #: A session start as Claude Code sends it (with no session id a hand run starts no watch at all).
 SESSION = json.dumps({"session_id": "trust-test-session"})
@@ -84,7 +84,7 @@ def test_the_stop_hooks_index_leaves_out_a_link_and_never_opens_a_fifo(hk: HookE
     hook_json(proc)
     collection = hk.collection()
     assert "Switch totals.py" in search(hk, "Decimal totals changed code tests", collection)  # indexed
-    assert "AKIAEXAMPLESECRETKEY" not in search(hk, QUERY, collection)
+    assert "zebravaultword" not in search(hk, QUERY, collection)
     assert f"not indexed: {hk.memory_dir / 'aws-notes.md'}: a symbolic link" in proc.stderr
     assert f"not indexed: {hk.memory_dir / 'x.md'}: not a regular file" in proc.stderr
 
@@ -101,7 +101,7 @@ def test_the_session_watch_indexes_no_link_at_start_or_later(hk: HookEnv) -> Non
     (hk.memory_dir / "late.md").symlink_to(secret)
     (hk.memory_dir / "later.md").write_text("# Later\n\nThe gateway timeout is now 45 seconds.\n")
     wait_for(lambda: indexed(hk, "45 seconds", "gateway timeout seconds", collection), 60, 1.0)
-    assert "AKIAEXAMPLESECRETKEY" not in search(hk, QUERY, collection)
+    assert "zebravaultword" not in search(hk, QUERY, collection)
     assert "a symbolic link" in (hk.memsearch_dir / ".watch.log").read_text()
 
 
@@ -118,11 +118,11 @@ def test_index_no_follow_links_reports_the_link_and_the_default_still_follows_it
     assert f"Failed: {link}: a symbolic link (links are not followed in this index)" in proc.stderr
     assert "Error: 1 file could not be indexed" in proc.stderr
     assert "make release" in search(hk, "how do releases go out", "ms_links_cli")
-    assert "AKIAEXAMPLESECRETKEY" not in search(hk, QUERY, "ms_links_cli")
+    assert "zebravaultword" not in search(hk, QUERY, "ms_links_cli")
     # A user's own `memsearch index` follows links, as the original does.
     proc = hk.memsearch("index", str(hk.memory_dir), "--collection", "ms_links_cli")
     assert proc.returncode == 0, proc.stderr
-    assert "AKIAEXAMPLESECRETKEY" in search(hk, QUERY, "ms_links_cli")
+    assert "zebravaultword" in search(hk, QUERY, "ms_links_cli")
 
 
 def test_watch_no_follow_links_skips_links_found_at_start_and_later(hk: HookEnv) -> None:

@@ -48,6 +48,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             MissingRerankerKeyError (ValueError)
             RerankerAPIError (RuntimeError)
                 InvalidRerankAnswerError (ValueError)
+        SecretsFoundError
         ServiceError
             ServicePeerError
             ServiceRequestError
