@@ -255,3 +255,31 @@ def test_many_threads_writing_one_day_file(tmp_path: Path) -> None:
         assert f"{anchor_tail}\n- entry {i} {'y' * 300}\n- tail {i}\n\n" in text
     for section in text.split("\n## Session ")[1:]:
         assert len({f["session"] for line in section.splitlines() if (f := parse_anchor_fields(line))}) == 1
+
+
+def test_an_entry_waiting_for_the_lock_goes_into_a_journal_renamed_over_meanwhile(tmp_path: Path) -> None:
+    """``memsearch scan --redact`` renames a rewritten journal over the old one while holding the
+    writers' lock; an append that waited for that lock must land in the new file, not the old one."""
+    import os
+
+    from memsearch.files import atomic_write, exclusive
+
+    when = dt.datetime(2026, 12, 2, 9, 0)
+    path = tmp_path / "2026-12-02.md"
+    path.write_text("# 2026-12-02\n\n### 08:00\n- before\n", encoding="utf-8")
+    done: list[object] = []
+    with path.open("rb") as held, exclusive(held):
+        writer = threading.Thread(
+            target=lambda: done.append(
+                append_entry(tmp_path, JournalEntry(["- the waiting entry"]), when=when)
+            )
+        )
+        writer.start()
+        time.sleep(0.3)  # the writer now waits for the lock on the old file
+        assert writer.is_alive()
+        old = os.stat(path).st_ino
+        atomic_write(path, "# 2026-12-02\n\n### 08:00\n- rewritten\n", keep_mode=True)
+        assert os.stat(path).st_ino != old
+    writer.join(timeout=10)
+    text = path.read_text(encoding="utf-8")
+    assert "- rewritten" in text and "- the waiting entry" in text

@@ -40,7 +40,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from memsearch.files import exclusive, open_own
 from memsearch.project_files import MAX_JOURNAL_BYTES, read_project_text
@@ -268,32 +268,64 @@ def append_entry(
         previous = day_file(directory, when.date() - dt.timedelta(days=1))
         if _has_anchor(_read_text(previous), key):
             return AppendResult(path, False, previous)
-    stamp = when.strftime("%H:%M")
-    # Never through a symbolic link a repository shipped under today's name, never into a FIFO.
-    fd = open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
-    with os.fdopen(fd, "a+b") as fh, exclusive(fh):
-        fh.seek(0)
-        text = fh.read().decode("utf-8", errors="replace")
-        if key is not None and _has_anchor(text, key):
-            return AppendResult(path, False, path)
-        parts: list[str] = []
-        if text and not text.endswith("\n"):
-            parts.append("\n")  # a person's edit left no newline at the end
-        if not text and title:
-            parts.append(f"# {when.date().isoformat()}\n")
-        is_session, sessions = _current_section_sessions(text)
-        if not (entry.session and is_session and entry.session in sessions):
-            parts.append(f"\n## Session {stamp}\n\n")
-        anchor = format_anchor(entry.anchor)
-        parts.append(f"### {stamp}\n" + (f"{anchor}\n" if anchor else "") + "\n".join(bullets) + "\n\n")
-        fh.seek(0, os.SEEK_END)
-        fh.write("".join(parts).encode("utf-8"))
-        fh.flush()
-        os.fsync(fh.fileno())
+    while True:
+        # Never through a symbolic link a repository shipped under today's name, never into a FIFO.
+        fd = open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        with os.fdopen(fd, "a+b") as fh, exclusive(fh):
+            if _replaced(path, fh.fileno()):
+                continue  # renamed over while we waited for the lock: write to the new file
+            written_here = _write_entry(fh, entry, bullets, key, when, title, path)
+            if written_here is not None:
+                return written_here
+            break
     from memsearch import written
 
     written.record_transcripts(directory, [entry.anchor.get(name, "") for name in TRANSCRIPT_FIELDS])
     return AppendResult(path, True)
+
+
+def _replaced(path: Path, fd: int) -> bool:
+    """Whether ``path`` names another file than ``fd`` now: ``memsearch scan --redact`` rewrites a
+    journal as a new file renamed over the old one, under the lock an appender waits for; appending
+    to the old one after that would lose the entry."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
+
+
+def _write_entry(
+    fh: BinaryIO,
+    entry: JournalEntry,
+    bullets: list[str],
+    key: Mapping[str, str] | None,
+    when: dt.datetime,
+    title: bool,
+    path: Path,
+) -> AppendResult | None:
+    """Append ``entry`` to the locked day file ``fh``; an AppendResult when it was already there."""
+    fh.seek(0)
+    text = fh.read().decode("utf-8", errors="replace")
+    if key is not None and _has_anchor(text, key):
+        return AppendResult(path, False, path)
+    stamp = when.strftime("%H:%M")
+    parts: list[str] = []
+    if text and not text.endswith("\n"):
+        parts.append("\n")  # a person's edit left no newline at the end
+    if not text and title:
+        parts.append(f"# {when.date().isoformat()}\n")
+    is_session, sessions = _current_section_sessions(text)
+    if not (entry.session and is_session and entry.session in sessions):
+        parts.append(f"\n## Session {stamp}\n\n")
+    anchor = format_anchor(entry.anchor)
+    parts.append(f"### {stamp}\n" + (f"{anchor}\n" if anchor else "") + "\n".join(bullets) + "\n\n")
+    fh.seek(0, os.SEEK_END)
+    fh.write("".join(parts).encode("utf-8"))
+    fh.flush()
+    os.fsync(fh.fileno())
+    return None
 
 
 # --- reading recent memory --------------------------------------------------------------------

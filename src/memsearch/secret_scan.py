@@ -7,7 +7,8 @@ or by the original memsearch, may hold keys and are often committed to git. A sc
 
 ``--redact`` rewrites only daily journals, which memsearch wrote: each one under the same lock the
 journal writers take, as a temp file renamed over it (mode kept), so a reader sees the old or the
-new file, never half. Hand-written notes are the user's: they are reported, never rewritten.
+new file, never half, and a writer that waited for the lock appends to the new file
+(``journal.append_entry`` checks the name still holds the file it locked). Hand-written notes are the user's: they are reported, never rewritten.
 """
 
 from __future__ import annotations
