@@ -8,11 +8,13 @@ or by the original memsearch, may hold keys and are often committed to git. A sc
 ``--redact`` rewrites only daily journals, which memsearch wrote: each one under the same lock the
 journal writers take, as a temp file renamed over it (mode kept), so a reader sees the old or the
 new file, never half, and a writer that waited for the lock appends to the new file
-(``journal.append_entry`` checks the name still holds the file it locked). Hand-written notes are the user's: they are reported, never rewritten.
+(``journal.append_entry`` checks the name still holds the file it locked). Hand-written notes
+are the user's: they are reported, never rewritten.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +50,12 @@ def memory_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
+    """A memory file's text, opened without following a link or blocking on a FIFO swapped in
+    since it was listed (``files.open_own``)."""
+    from memsearch.files import open_own
+
+    with os.fdopen(open_own(path, os.O_RDONLY), "rb") as fh:
+        return fh.read().decode("utf-8", errors="replace")
 
 
 def scan_files(files: Sequence[Path], redactor: Redactor) -> list[Hit]:
@@ -65,13 +72,13 @@ def scan_files(files: Sequence[Path], redactor: Redactor) -> list[Hit]:
 def redact_journals(files: Sequence[Path], redactor: Redactor) -> dict[Path, int]:
     """Rewrite the journals among ``files`` without their secrets; items taken out per file."""
     from memsearch import redact
-    from memsearch.files import atomic_write, exclusive
+    from memsearch.files import atomic_write, exclusive, open_own
 
     done: dict[Path, int] = {}
     for path in files:
         if not is_journal(path):
             continue
-        with path.open("rb") as fh, exclusive(fh):  # the lock append_entry takes
+        with os.fdopen(open_own(path, os.O_RDONLY), "rb") as fh, exclusive(fh):  # append_entry's lock
             text = fh.read().decode("utf-8", errors="replace")
             result = redactor.redact(text)
             secrets = {k: n for k, n in result.counts.items() if k != "private"}

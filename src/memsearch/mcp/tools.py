@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from memsearch.framing import DATA_NOTE, frame
+from memsearch.journal import DAY_FILE_RE, TRANSCRIPT_FIELDS
 from memsearch.mcp.budget import MAX_NOTE_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_TOP_K, Budget
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ T = TypeVar("T")
 
 _TURN = r"^[A-Za-z0-9._:-]+$"
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
-_DAY_NAME = r"^(\d{4}-\d{2}-\d{2})\.md$"
 #: The most hits a date-filtered search fetches before filtering (the service's own cap is 1000).
 _DATE_FETCH = 500
 
@@ -140,7 +140,7 @@ class MemoryTools:
         if result.anchor is not None:
             a = result.anchor.to_dict()
             head.append("Anchor: " + ", ".join(f"{k}={v}" for k, v in a.items()))
-            where = a.get("transcript") or a.get("rollout") or a.get("db")
+            where = next((a[f] for f in TRANSCRIPT_FIELDS if a.get(f)), None)
             if where:
                 turn = f', turn="{a["turn"]}"' if a.get("turn") else ""
                 head.append(f'Conversation: transcript(path="{where}"{turn})')
@@ -310,10 +310,8 @@ def _day(value: str | None) -> dt.date | None:
 
 def _hit_day(source: str) -> str:
     """The day of a journal hit (its file name), "" for any other file."""
-    import re
-
-    found = re.match(_DAY_NAME, os.path.basename(source))
-    return found.group(1) if found else ""
+    name = os.path.basename(source)
+    return name[:-3] if DAY_FILE_RE.match(name) else ""
 
 
 def _in_range(day: str, first: dt.date | None, last: dt.date | None) -> bool:
