@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import pty
 import re
@@ -231,6 +232,55 @@ def make_world(root: Path, host: str, **extra_env: str) -> World:
         **extra_env,
     }
     return World(home, project, env, marker)
+
+
+#: The key a Claude Code world sends the fake model API (an interactive first run approves its
+#: last 20 characters: tests/test_host_claude_code.py).
+CLAUDE_API_KEY = "sk-fake-memsearch-0123456789abcdef"
+
+
+def claude_world(root: Path, api_url: str, **extra_env: str) -> World:
+    """A world whose Claude Code talks to the fake model API at ``api_url`` and nowhere else."""
+    return make_world(
+        root,
+        "claude-code",
+        ANTHROPIC_BASE_URL=api_url,
+        ANTHROPIC_API_KEY=CLAUDE_API_KEY,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        **extra_env,
+    )
+
+
+def opencode_world(root: Path, api_url: str, **extra_env: str) -> World:
+    """A world whose OpenCode has one model, ``fake/fake-model`` at the fake model API ``api_url``
+    (its settings in ``OPENCODE_CONFIG``, so a project's or the user's opencode.json adds to them)."""
+    provider = root / "provider.json"
+    provider.write_text(
+        json.dumps(
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "model": "fake/fake-model",
+                "autoupdate": False,
+                "share": "disabled",
+                "provider": {
+                    "fake": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "Fake",
+                        "options": {"baseURL": f"{api_url}/v1", "apiKey": "test-key"},
+                        "models": {"fake-model": {"name": "Fake", "tool_call": True}},
+                    }
+                },
+            }
+        )
+    )
+    return make_world(
+        root,
+        "opencode",
+        OPENCODE_CONFIG=str(provider),
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+        OPENCODE_DISABLE_AUTOUPDATE="1",
+        **extra_env,
+    )
 
 
 def _environ_of(pid: int) -> bytes:

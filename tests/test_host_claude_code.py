@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import HOSTS, Terminal, World, kill_world, leftovers, make_world, wait_for
+from real_hosts import CLAUDE_API_KEY, HOSTS, Terminal, World, claude_world, kill_world, leftovers, wait_for
 
 pytestmark = pytest.mark.host
 
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "platforms" / "claude-code.md"
 #: The marketplace source in the doc, replaced by this checkout (the doc says how).
 DOC_SOURCE = "/path/to/memsearch"
-API_KEY = "sk-fake-memsearch-0123456789abcdef"
+API_KEY = CLAUDE_API_KEY
 HINT = "[memsearch] Notes from past sessions of this project are searchable"
 SUMMARY_MARK = "=== Transcript of a conversation between User and Claude Code ==="
 SKILL_MARK = "# Recall from memsearch"
@@ -121,13 +121,7 @@ def api() -> Iterator[FakeModelAPI]:
 
 @pytest.fixture
 def world(tmp_path: Path, api: FakeModelAPI) -> Iterator[World]:
-    world = make_world(
-        tmp_path,
-        "claude-code",
-        ANTHROPIC_BASE_URL=api.url,
-        ANTHROPIC_API_KEY=API_KEY,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-    )
+    world = claude_world(tmp_path, api.url)
     try:
         yield world
     finally:

@@ -18,7 +18,6 @@ a turn before a slow MCP server is ready, so their blocks in docs/mcp.md ask the
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import shutil
@@ -30,7 +29,7 @@ import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
 from memsearch.hooks.collection import derive_collection
-from real_hosts import World, kill_world, leftovers, make_world
+from real_hosts import World, claude_world, kill_world, leftovers, make_world, opencode_world
 from test_host_codex import codex_config
 
 pytestmark = pytest.mark.host
@@ -181,13 +180,7 @@ def host_test(world: World, api: FakeModelAPI, argv: list[str]) -> None:
 
 
 def test_claude_code(tmp_path: Path, api: FakeModelAPI) -> None:
-    world = make_world(
-        tmp_path,
-        "claude-code",
-        ANTHROPIC_BASE_URL=api.url,
-        ANTHROPIC_API_KEY="sk-fake-memsearch-0123456789abcdef",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-    )
+    world = claude_world(tmp_path, api.url)
     try:
         (add,) = doc_block("claude-code").strip().splitlines()
         world.run(shlex.split(add), check=True, timeout=60)
@@ -214,25 +207,9 @@ def test_codex(tmp_path: Path, api: FakeModelAPI) -> None:
 
 
 def test_opencode(tmp_path: Path, api: FakeModelAPI) -> None:
-    config = {
-        "$schema": "https://opencode.ai/config.json",
-        "model": "fake/fake-model",
-        "autoupdate": False,
-        "share": "disabled",
-        "provider": {
-            "fake": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Fake",
-                "options": {"baseURL": f"{api.url}/v1", "apiKey": "test-key"},
-                "models": {"fake-model": {"name": "Fake", "tool_call": True}},
-            }
-        },
-        **json.loads(doc_block("opencode")),
-    }
-    quiet = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
-    world = make_world(tmp_path, "opencode", **quiet)
+    world = opencode_world(tmp_path, api.url)
     try:
-        (world.project / "opencode.json").write_text(json.dumps(config))
+        (world.project / "opencode.json").write_text(doc_block("opencode"))  # the doc's block, as is
         host_test(world, api, ["opencode", "run"])
     finally:
         kill_world(world)

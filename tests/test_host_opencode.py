@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import Terminal, World, kill_world, leftovers, make_world
+from real_hosts import Terminal, World, kill_world, leftovers
+from real_hosts import opencode_world as fake_model_world
 
 pytestmark = pytest.mark.host
 
@@ -70,32 +71,7 @@ def api() -> Iterator[FakeModelAPI]:
 
 def opencode_world(tmp_path: Path, api: FakeModelAPI, *blocks: str) -> World:
     """A world whose OpenCode talks to the fake API, with the plugin installed by the doc's ``blocks``."""
-    provider = tmp_path / "provider.json"
-    provider.write_text(
-        json.dumps(
-            {
-                "$schema": "https://opencode.ai/config.json",
-                "model": "fake/fake-model",
-                "autoupdate": False,
-                "share": "disabled",
-                "provider": {
-                    "fake": {
-                        "npm": "@ai-sdk/openai-compatible",
-                        "name": "Fake",
-                        "options": {"baseURL": f"{api.url}/v1", "apiKey": "test-key"},
-                        "models": {"fake-model": {"name": "Fake", "tool_call": True}},
-                    }
-                },
-            }
-        )
-    )
-    world = make_world(
-        tmp_path,
-        "opencode",
-        OPENCODE_CONFIG=str(provider),
-        OPENCODE_DISABLE_MODELS_FETCH="1",
-        OPENCODE_DISABLE_AUTOUPDATE="1",
-    )
+    world = fake_model_world(tmp_path, api.url)
     install(world, *blocks)
     return world
 

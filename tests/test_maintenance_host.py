@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, running_model_api
-from real_hosts import World, kill_world, make_world
+from real_hosts import World, claude_world, kill_world
 
 pytestmark = pytest.mark.host
 
@@ -31,13 +31,7 @@ def api() -> Iterator[FakeModelAPI]:
 
 @pytest.fixture
 def world(tmp_path: Path, api: FakeModelAPI) -> Iterator[World]:
-    world = make_world(
-        tmp_path,
-        "claude-code",
-        ANTHROPIC_BASE_URL=api.url,
-        ANTHROPIC_API_KEY="sk-fake-memsearch-0123456789abcdef",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-    )
+    world = claude_world(tmp_path, api.url)
     try:
         yield world
     finally:

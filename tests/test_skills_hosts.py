@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, running_model_api
-from real_hosts import World, kill_world, make_world
+from real_hosts import World, claude_world, kill_world, make_world, opencode_world
 
 pytestmark = pytest.mark.host
 
@@ -55,13 +55,7 @@ def check(api: FakeModelAPI, out: str) -> None:
 
 
 def test_claude_code(tmp_path: Path, api: FakeModelAPI) -> None:
-    world = make_world(
-        tmp_path,
-        "claude-code",
-        ANTHROPIC_BASE_URL=api.url,
-        ANTHROPIC_API_KEY="sk-fake-memsearch-0123456789abcdef",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-    )
+    world = claude_world(tmp_path, api.url)
     try:
         add_and_install(world, "claude-code")
         assert (world.project / ".claude/skills/zebra-deploy/SKILL.md").is_file()
@@ -94,31 +88,7 @@ def test_codex(tmp_path: Path, api: FakeModelAPI) -> None:
 
 
 def test_opencode(tmp_path: Path, api: FakeModelAPI) -> None:
-    provider = tmp_path / "provider.json"
-    provider.write_text(
-        json.dumps(
-            {
-                "model": "fake/fake-model",
-                "autoupdate": False,
-                "share": "disabled",
-                "provider": {
-                    "fake": {
-                        "npm": "@ai-sdk/openai-compatible",
-                        "name": "Fake",
-                        "options": {"baseURL": f"{api.url}/v1", "apiKey": "test-key"},
-                        "models": {"fake-model": {"name": "Fake", "tool_call": True}},
-                    }
-                },
-            }
-        )
-    )
-    world = make_world(
-        tmp_path,
-        "opencode",
-        OPENCODE_CONFIG=str(provider),
-        OPENCODE_DISABLE_MODELS_FETCH="1",
-        OPENCODE_DISABLE_AUTOUPDATE="1",
-    )
+    world = opencode_world(tmp_path, api.url)
     try:
         add_and_install(world, "opencode")
         assert (world.project / ".opencode/skills/zebra-deploy/SKILL.md").is_file()
