@@ -335,3 +335,25 @@ async def test_http_transport_needs_the_token_and_serves_beside_the_cli(isolated
             _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "Traceback" not in err, err
     assert token_path.read_text().strip() == token
+
+
+def test_http_port_taken_is_one_error_line(isolated_env: Path) -> None:
+    import socket
+
+    project = _project(isolated_env)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "memsearch", "mcp", "--http-port", str(port)],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 1
+    assert (
+        proc.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}")
+        and len(proc.stderr.splitlines()) == 1
+    )

@@ -9,6 +9,7 @@ process owned is handed on to the next owner and nothing of ours outlives the se
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,12 +157,13 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
 
     from memsearch.mcp.tools import MemoryTools
 
+    listening = _listen(port)  # before anything else: a taken port is one Error line, not a log
     token = http_token()
     memory = scope.open()
     try:
         server = build_server(MemoryTools(scope, memory, budget), budget)
         app = require_token(server.streamable_http_app(host="127.0.0.1"), token)
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        config = uvicorn.Config(app, log_level="warning")
         print(
             f"memsearch mcp: serving http://127.0.0.1:{port}/mcp "
             f"(send Authorization: Bearer <the token in {token_file()}>)",
@@ -172,6 +174,24 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
         # a quiet one, so the memory below is closed (the store handed on) and the exit code is 0.
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, lambda *_: None)
-        anyio.run(uvicorn.Server(config).serve)
+        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listening]))
     finally:
         memory.close()
+        listening.close()
+
+
+def _listen(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:``port`` (loopback only, by construction)."""
+    from memsearch.errors import MemSearchError
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise MemSearchError(
+            f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}",
+            hint="pick another --http-port, or stop what is using this one",
+        ) from None
+    return sock
