@@ -136,7 +136,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` (``make test``): the real-host tests run one at a time on one worker, as
     in a serial run, scheduled first (the largest unit); every other test is a unit of its own,
     handed to whichever worker is free. Why: each host test drives a CPU-hungry host CLI (node)
-    whose own deadlines (Codex's app-server must answer within 20 s, say) two host CLIs at once on
+    whose own deadlines (Codex's exec gives an MCP server 1 s to start, say) two host CLIs at once on
     two cores would miss. (pytest-xdist 3.8's own ``xdist_group`` marks do not group under pytest 9:
     it renames ``item._nodeid``, which pytest 9 no longer reads.)"""
     if config.getvalue("dist") != "loadgroup":
