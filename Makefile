@@ -29,9 +29,13 @@ demo: $(VENV)/.installed
 	$(BIN)/memsearch search "database connection timeout" --top-k 3 $(DEMO_FLAGS)
 	$(BIN)/memsearch search "订单导出失败" --top-k 2 $(DEMO_FLAGS)
 
-## The whole test suite (real Milvus Lite, a real milvus-lite server, the real ONNX model).
+## The whole test suite (real Milvus Lite, a real milvus-lite server, the real ONNX model), on
+## TEST_WORKERS pytest-xdist workers: most tests wait on real processes (CLIs, services, host CLIs)
+## rather than compute, so three workers pay even on two cores. The real-host tests form one group
+## (tests/conftest.py), run on one worker, largest unit first. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 3
 test: $(VENV)/.installed-dev
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 ## The JavaScript checkers, pinned in .ci/js/package-lock.json (npm once, then offline).
 JS_TOOLS := .ci/js

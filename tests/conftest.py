@@ -6,11 +6,14 @@ isolated, so no test reads or writes the developer's real ``~/.memsearch`` or se
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,7 +50,24 @@ _WARM_CACHES = ("onnx-optimized", "cache")
 
 @pytest.fixture(scope="session")
 def warm_caches(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("warm-home")
+    """One run's warm caches. Under pytest-xdist (``make test``) every worker shares the folder of
+    the first one to get here: the others wait on a lock, then link the same files."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # not distributed
+        return _build_warm_caches(tmp_path_factory.mktemp("warm-home"))
+    shared = tmp_path_factory.getbasetemp().parent  # the run's folder, above each worker's own
+    with open(shared / "warm-home.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        home = shared / "warm-home"
+        if (home / "built").exists():
+            return home / ".memsearch"
+        shutil.rmtree(home, ignore_errors=True)  # a worker that failed half-way
+        home.mkdir()
+        caches = _build_warm_caches(home)
+        (home / "built").touch()
+        return caches
+
+
+def _build_warm_caches(home: Path) -> Path:
     notes = home / "notes"
     notes.mkdir()
     (notes / "warm.md").write_text("# 缓存\n\n订单导出失败: the caches are warmed once per test run\n")
@@ -89,3 +109,44 @@ def isolated_env(
     monkeypatch.setenv("MEMSEARCH_SERVICE_AUTOSTART", "0")
     monkeypatch.chdir(work)
     return work
+
+
+#: The test files of the real-host tests (module-level ``pytestmark = pytest.mark.host``), found by
+#: reading them: the pytest-xdist controller that schedules tests does not collect them itself.
+HOST_FILES = frozenset(
+    f"tests/{path.name}"
+    for path in Path(__file__).parent.glob("test_*.py")
+    if re.search(r"^pytestmark = .*pytest\.mark\.host\b", path.read_text(encoding="utf-8"), re.MULTILINE)
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every real-host test is in a file of :data:`HOST_FILES` (which ``make test`` schedules as
+    one unit, see :func:`pytest_xdist_make_scheduler`)."""
+    stray = [
+        i.nodeid for i in items if i.get_closest_marker("host") and i.nodeid.split("::")[0] not in HOST_FILES
+    ]
+    if stray:
+        raise pytest.UsageError(
+            f"mark the whole module `pytestmark = pytest.mark.host`, not single tests: {stray}"
+        )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` (``make test``): the real-host tests run one at a time on one worker, as
+    in a serial run, scheduled first (the largest unit); every other test is a unit of its own,
+    handed to whichever worker is free. Why: each host test drives a CPU-hungry host CLI (node)
+    whose own deadlines (Codex's exec gives an MCP server 1 s to start, say) two host CLIs at once on
+    two cores would miss. (pytest-xdist 3.8's own ``xdist_group`` marks do not group under pytest 9:
+    it renames ``item._nodeid``, which pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class HostGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::")[0] in HOST_FILES:
+                return "host"
+            return super()._split_scope(nodeid)
+
+    return HostGroupScheduling(config, log)

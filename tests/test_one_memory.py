@@ -335,10 +335,14 @@ def _watch_start(w: World) -> subprocess.Popen[str]:
 
 def _watch_act(w: World, proc: object) -> Callable[[], tuple[str, str]]:
     assert isinstance(proc, subprocess.Popen)
-    path = w.note("watched.md", "The watcher saw a note about the violin case under the stairs.")
+    log, path = w.hk.root / "watch.log", w.folder / "watched.md"
+    # A second act (after a reset) writes the same file again: wait for a line of its own, not the
+    # first act's, or the search below may run before the watcher indexed the file anew.
+    seen = log.read_text().count(f"from {path}")
+    w.note("watched.md", "The watcher saw a note about the violin case under the stairs.")
 
     def done() -> tuple[str, str]:
-        wait_for_line(w.hk.root / "watch.log", f"from {path}", proc)
+        wait_for_line(log, f"from {path}", proc, count=seen + 1)
         return "violin case under the stairs", "watched.md"
 
     return done
@@ -394,9 +398,12 @@ def _mcp_read(w: World, server: object, query: str) -> list[str]:
     return [Path(found).name for found in re.findall(r"^\[\d+\] (\S+?):\d+-\d+", text, re.M)]
 
 
-def wait_for_line(log: Path, text: str, proc: subprocess.Popen[str], timeout: float = 120) -> None:
+def wait_for_line(
+    log: Path, text: str, proc: subprocess.Popen[str], timeout: float = 120, count: int = 1
+) -> None:
+    """Until ``text`` is in the log ``count`` times."""
     deadline = time.monotonic() + timeout
-    while text not in log.read_text():
+    while log.read_text().count(text) < count:
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.05)
 

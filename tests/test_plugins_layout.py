@@ -119,6 +119,9 @@ def test_shim_statements_are_counted_not_lines() -> None:
     # The same two statements squeezed on one line or spread over many count the same.
     assert shell_statements("#!/bin/sh\n# why\nif true; then\n  echo a\nfi\n") == 2
     assert shell_statements("if true; then echo a; fi") == 1
+    # The probes live in node_modules, which `npm ci` (run once, maybe now by another pytest-xdist
+    # worker) deletes and makes anew: install first, then write them.
+    js_tools()
     folder = JS_TOOLS / "node_modules" / ".probe"
     folder.mkdir(parents=True, exist_ok=True)
     squeezed, spread = folder / "squeezed.js", folder / "spread.js"
