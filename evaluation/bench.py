@@ -177,6 +177,8 @@ def measure(
     *,
     extra_env: dict[str, str] | None = None,
     keep: str = "",
+    stdin: bytes | None = None,
+    cwd: Path | None = None,
 ) -> Sample:
     """Run one command of ``tool`` to the end: wall time and peak RSS; fails loudly if it fails.
 
@@ -188,10 +190,12 @@ def measure(
     env = {**tool.env(home), **(extra_env or {}), MARKER: marker}
     with tempfile.TemporaryFile() as err:
         launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, *tool.cli, *args]
-        proc = subprocess.Popen(launcher, env=env, stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen(
+            launcher, env=env, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.PIPE, cwd=cwd
+        )
         sampler = TreeSampler(proc.pid)
         sampler.start()
-        out, _ = proc.communicate()
+        out, _ = proc.communicate(stdin or b"")
         sampler.stop()
         if not keep:
             LEFTOVERS[tool.name] = LEFTOVERS.get(tool.name, 0) + stop_leftovers(marker)
@@ -215,6 +219,7 @@ class Tool:
     python: str
     provider_flags: list[str]  # ours: none (packaged default); the original: the local endpoint
     work: Path
+    extra_env: dict[str, str] = field(default_factory=dict)  # e.g. ours with redaction off
     store: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -243,6 +248,7 @@ class Tool:
             "HF_HUB_OFFLINE": "1",
             "OPENAI_API_KEY": "sk-local",
             "MEMSEARCH_SERVICE_AUTOSTART": "0",
+            **self.extra_env,
         }
 
     def flags(self, db: Path) -> list[str]:
@@ -261,10 +267,17 @@ class Bench:
     hash_url: str  # /v1/embeddings with the hashing embedder (the scale row)
     args: argparse.Namespace
     servers: dict[str, str] = field(default_factory=dict)  # tool name -> its milvus-lite server URI
+    ours_unredacted: Tool | None = None  # ours with MEMSEARCH_REDACT=0 (the redaction rows' baseline)
 
     @property
     def tools(self) -> tuple[Tool, Tool]:
         return (self.ours, self.original)
+
+    def pair(self, baseline: str) -> tuple[Tool, Tool]:
+        """Ours and what a figure compares it with (the original, or ours with redaction off)."""
+        other = self.original if baseline == "original" else self.ours_unredacted
+        assert other is not None, baseline
+        return (self.ours, other)
 
 
 # --- the figures: one function each, (bench, tool, run number) -> Sample ---------------------------
@@ -328,6 +341,74 @@ def cli_search_service(b: Bench, t: Tool, i: int) -> Sample:
     program holding ``MemSearch``), so each search is its client; the original cannot share a
     store, so its figure is its plain CLI search."""
     return cli_search(b, t, len(b.queries) - 1 - i)
+
+
+#: A turn as Claude Code records it: a question, then an answer carrying what agents paste (a key,
+#: a token, a connection string, an .env line) among ordinary text, for the capture figure.
+_TURN_SECRETS = (
+    "OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6lMn9oPq\n"
+    "token ghp_Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1h2J3k4 and postgres://app:s3cr3t-pw@db.internal:5432/prod\n"
+)
+_TURN_TEXT = "The export job retries three times with a 2 s backoff, then marks the batch failed. " * 40
+
+
+def capture_turn(t: Tool, i: int) -> tuple[Path, bytes]:
+    """A project with one recorded turn, and the Stop hook's stdin for it (fresh for every run)."""
+    project = t.work / f"capture{i}"
+    shutil.rmtree(project, ignore_errors=True)
+    project.mkdir(parents=True)
+    session = f"bench-{uuid.uuid4()}"
+    messages = [
+        ("user", "How does the export job handle failures? My config:\n" + _TURN_SECRETS),
+        ("assistant", _TURN_TEXT + "\n" + _TURN_SECRETS + _TURN_TEXT),
+    ]
+    lines = [
+        {
+            "type": role,
+            "sessionId": session,
+            "uuid": str(uuid.uuid4()),
+            "cwd": str(project),
+            "timestamp": f"2026-12-01T10:00:0{n}.000Z",
+            "message": {"role": role, "content": text},
+        }
+        for n, (role, text) in enumerate(messages)
+    ]
+    transcript = project / f"{session}.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    stdin = {
+        "session_id": session,
+        "transcript_path": str(transcript),
+        "cwd": str(project),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+    }
+    return project, json.dumps(stdin).encode()
+
+
+def capture(b: Bench, t: Tool, i: int) -> Sample:
+    """One Claude Code turn captured by the Stop hook in its own process (``MEMSEARCH_HOOK_SYNC``):
+    read the turn, redact it, summarise (no ``claude`` on the PATH: the plain extract), append to the
+    journal, index it. Ours with redaction beside ours without (the original has no redaction)."""
+    project, stdin = capture_turn(t, i)
+    env = {"MEMSEARCH_HOOK_SYNC": "1", "PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin"}
+    sample = measure(
+        t,
+        ["hook", "claude-code", "stop"],
+        home=t.home(f"capture{i}"),
+        extra_env=env,
+        stdin=stdin,
+        cwd=project,
+    )
+    journals = list((project / ".memsearch" / "memory").glob("*.md"))
+    if not journals:
+        raise BenchError(f"{t.name}: the Stop hook wrote no journal in {project}")
+    # Each side did what it is measured for: the key redacted with redaction on, kept with it off.
+    kept = _TURN_SECRETS.split("=", 1)[1][:24] in journals[0].read_text()
+    if kept != (t.extra_env.get("MEMSEARCH_REDACT") == "0"):
+        raise BenchError(
+            f"{t.name}: the journal {'holds' if kept else 'lacks'} the turn's key: {journals[0]}"
+        )
+    return sample
 
 
 #: In-process ``MemSearch`` with the openai provider: ``build`` indexes a store (not timed),
@@ -582,6 +663,7 @@ class Figure:
     repeat: str = "repeat"  # the option giving the number of pairs
     prepare: Callable[[Bench], str] | None = None  # before the pairs; returns a note for the log
     during: Callable[[Bench], contextlib.AbstractContextManager[None]] | None = None
+    baseline: str = "original"  # or "unredacted": ours with MEMSEARCH_REDACT=0
 
 
 HELP = Figure(help_)
@@ -596,6 +678,8 @@ SEARCH_PROGRAM = Figure(cli_search_service, prepare=main_stores, during=program_
 INPROCESS_CLIENT = Figure(inprocess_search, unit="ms", prepare=small_stores, during=ours_serving_small)
 SCALE = Figure(inprocess_search_scale, unit="ms", prepare=scale_stores)
 SCALE_SERVER = Figure(inprocess_search_scale_server, unit="ms", during=scale_servers)
+FULL_REDACT = Figure(full_index, repeat="full_repeat", baseline="unredacted")
+CAPTURE_REDACT = Figure(capture, baseline="unredacted")
 
 
 @dataclass
@@ -651,6 +735,18 @@ ROWS = [
         strict=False,
     ),
 ]
+#: What redaction (on by default, docs/security.md) costs: ours beside ours with MEMSEARCH_REDACT=0.
+#: The target is the privacy issue's: under 5 % of capture time and of index time.
+REDACTION_ROWS = [
+    Row("redact-full", "full index, {chunks:,} chunks", FULL_REDACT, target=1.05, strict=False),
+    Row(
+        "redact-capture",
+        "capture of one turn (Stop hook: redact, extract, journal, index)",
+        CAPTURE_REDACT,
+        target=1.05,
+        strict=False,
+    ),
+]
 SCALE_ROW = Row(
     "scale", "in-process `MemSearch.search` p50 at {scale:,} chunks (hashing endpoint)", SCALE, 0.5, False
 )
@@ -673,10 +769,11 @@ def pairs(b: Bench, figure: Figure) -> dict[str, list[Sample]]:
     note = figure.prepare(b) if figure.prepare else ""
     if note:
         log(note)
-    out: dict[str, list[Sample]] = {t.name: [] for t in b.tools}
+    tools = b.pair(figure.baseline)
+    out: dict[str, list[Sample]] = {t.name: [] for t in tools}
     with figure.during(b) if figure.during else contextlib.nullcontext():
         for i in range(getattr(b.args, figure.repeat)):
-            for t in b.tools:
+            for t in tools:
                 out[t.name].append(figure.run(b, t, i))
     return out
 
@@ -692,13 +789,13 @@ def fmt(value: float, unit: str) -> str:
 def table_line(b: Bench, row: Row, samples: dict[str, list[Sample]]) -> str:
     """One row of the table: medians, their ratio, the target and the verdict."""
     unit = "MB" if row.rss else row.figure.unit
-    values = {name: [s.rss_mb if row.rss else s.seconds for s in runs] for name, runs in samples.items()}
-    ours, original = statistics.median(values["ours"]), statistics.median(values["original"])
+    values = [[s.rss_mb if row.rss else s.seconds for s in runs] for runs in samples.values()]
+    ours, original = statistics.median(values[0]), statistics.median(values[1])
     ratio = ours / original
     verdict = "✔" if (ratio < row.target if row.strict else ratio <= row.target) else "✘"
     name = row.name.format(chunks=b.args.chunks, small=b.args.small_chunks, scale=b.args.scale)
     cells = [name, fmt(original, unit), fmt(ours, unit), f"{ratio:.2f}"]
-    cells += [f"{'<' if row.strict else '≤'} {row.target:g}", verdict, str(len(values["ours"]))]
+    cells += [f"{'<' if row.strict else '≤'} {row.target:g}", verdict, str(len(values[0]))]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -752,7 +849,7 @@ def machine(b: Bench) -> str:
 
 
 def selected(args: argparse.Namespace) -> list[Row]:
-    rows = ROWS + (SCALE_ROWS if args.scale else [])
+    rows = ROWS + REDACTION_ROWS + (SCALE_ROWS if args.scale else [])
     if args.only:
         keys = set(args.only.split(","))
         if unknown := keys - {row.key for row in rows}:
@@ -775,7 +872,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         default="",
-        help="only these rows, comma-separated: " + ", ".join(r.key for r in [*ROWS, *SCALE_ROWS]),
+        help="only these rows, comma-separated: "
+        + ", ".join(r.key for r in [*ROWS, *REDACTION_ROWS, *SCALE_ROWS]),
     )
     parser.add_argument("--work", type=Path, default=None, help="work folder, emptied first (default: new)")
     args = parser.parse_args(argv)
@@ -795,12 +893,15 @@ def main(argv: list[str] | None = None) -> None:
     queries = [q for q in listing.stdout.splitlines() if q.strip()]
     ours = Tool("ours", [sys.executable, "-m", "memsearch"], sys.executable, [], work / "ours")
     original = Tool("original", [str(original_cli())], str(original_python()), [], work / "original")
-    for t in (ours, original):
+    unredacted = Tool(
+        "ours, redaction off", ours.cli, ours.python, [], work / "ours-unredacted", {"MEMSEARCH_REDACT": "0"}
+    )
+    for t in (ours, original, unredacted):
         shutil.copytree(work / "corpus", t.corpus)
 
     with serving_packaged_model() as model_url, serving_hashed_vectors() as hash_url:
         original.provider_flags = ["--provider", "openai", "--model", MODEL, "--base-url", model_url]
-        b = Bench(ours, original, queries, work, model_url, hash_url, args)
+        b = Bench(ours, original, queries, work, model_url, hash_url, args, ours_unredacted=unredacted)
         heading = machine(b)
         log(heading.replace("\n", "\n  "))
         measured: dict[Figure, dict[str, list[Sample]]] = {}
@@ -814,9 +915,16 @@ def main(argv: list[str] | None = None) -> None:
     minutes = (time.monotonic() - started) / 60
     print(f"\n{heading}")
     print(f"medians of N pairs run in alternation (ours, then the original); {minutes:.1f} min in all\n")
-    print("| figure | original | ours | ours / original | target | verdict | N |")
-    print("|---|---|---|---|---|---|---|")
-    print("\n".join(lines))
+    redaction = [line for row, line in zip(rows, lines, strict=True) if row in REDACTION_ROWS]
+    if main_lines := [line for row, line in zip(rows, lines, strict=True) if row not in REDACTION_ROWS]:
+        print("| figure | original | ours | ours / original | target | verdict | N |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(main_lines))
+    if redaction:
+        print("\nWhat redaction costs: ours beside ours with MEMSEARCH_REDACT=0, in alternation\n")
+        print("| figure | redaction off | redaction on | on / off | target | verdict | N |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(redaction))
     print(
         "\nPeak RSS: the larger of wait4's ru_maxrss (largest process) and the summed RSS of the "
         "process tree sampled every 50 ms. Processes left behind by measured commands (stopped "
