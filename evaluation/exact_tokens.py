@@ -130,11 +130,14 @@ async def run(dataset: Dataset, harness: Harness) -> dict[str, dict[str, float]]
             "BM25 alone": [hit_to_result(h, LEGS["sparse"][2]) for h in legs["sparse"]],
             "hybrid RRF (original)": fuse(legs, None, 10),
             "weighted fusion, no exact-word slot": fuse(legs, weights, 10),
-            "weighted fusion + exact-word slot (default)": fuse(legs, weights, 10, q.query),
+            # The product's path: the slot, and the literal match for a word BM25's hits lack.
+            "weighted fusion + exact-word slot (default)": store.search(
+                vector, query_text=q.query, top_k=10, weights=weights, leg_hits=legs
+            ),
         }
         for name, results in ranked.items():
             scores = query_scores([_to_hit(r, root) for r in results], q.gold)
-            rows[name][q.qid] = {**scores, "top-1": float(scores["mrr"] == 1.0)}
+            rows[name][q.qid] = scores
     return {name: summarize(dataset.queries, per)["all"] for name, per in rows.items()}
 
 
@@ -159,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             harness.close()
     print(f"{len(dataset.queries)} queries, {args.chunks} chunks, {time.perf_counter() - started:.0f} s")
-    print("| fusion | top-1 | R@5 | MRR |\n|---|---:|---:|---:|")
+    print("| fusion | top-1 (R@1) | R@5 | MRR |\n|---|---:|---:|---:|")
     for name, overall in table.items():
-        print(f"| {name} | {overall['top-1']:.3f} | {overall['recall@5']:.3f} | {overall['mrr']:.3f} |")
+        print(f"| {name} | {overall['recall@1']:.3f} | {overall['recall@5']:.3f} | {overall['mrr']:.3f} |")
     return 0
 
 

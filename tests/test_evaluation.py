@@ -555,3 +555,30 @@ async def test_harness_stores_what_memsearch_stores_and_scores_a_run(tmp_path: P
     assert result.per_query["q1"]["recall@1"] == 1.0 and result.per_query["q2"]["recall@1"] == 1.0
     assert result.summary["all"]["mrr"] == 1.0 and set(result.summary) == {"all", "ops", "food"}
     assert result.hits["q1"][0] == Hit("notes/db.md", 3, 6)
+
+
+async def test_exact_token_eval_runs_and_its_table_has_every_row(tmp_path: Path) -> None:
+    """``python -m evaluation.exact_tokens`` on a small corpus (hash embedder): every query's token is
+    in exactly one turn, the run scores the four fusions, and the exact-word slot puts that turn first
+    (the hash vectors know nothing of the token, so only BM25 and the slot can find it)."""
+    from evaluation import exact_tokens
+
+    from memsearch.embeddings import get_provider
+
+    dataset = exact_tokens.build(tmp_path / "set", 300, 12)
+    assert len(dataset.queries) >= 6 and all(len(q.gold) == 1 for q in dataset.queries)
+    provider = get_provider("hash")
+    (tmp_path / "stores").mkdir()
+    harness = Harness(provider, provider, tmp_path / "stores")
+    try:
+        table = await exact_tokens.run(dataset, harness)
+    finally:
+        harness.close()
+    assert set(table) == {
+        "BM25 alone",
+        "hybrid RRF (original)",
+        "weighted fusion, no exact-word slot",
+        "weighted fusion + exact-word slot (default)",
+    }
+    assert table["weighted fusion + exact-word slot (default)"]["recall@1"] == 1.0
+    assert all("recall@1" in row and "mrr" in row for row in table.values())

@@ -77,3 +77,25 @@ async def test_search_finds_the_one_note_with_the_token(isolated_env: Path) -> N
         await ms.index()
         hits = await ms.search("what did we find about zq31337x", top_k=3)
     assert Path(hits[0]["source"]).name == "job.md"
+
+
+async def test_an_identifier_the_analyzer_splits_into_common_parts_is_found(isolated_env: Path) -> None:
+    """``TM-2026`` is ``tm`` and ``2026`` to BM25, and every note holds a ``TM-`` ticket and the year,
+    so BM25's hits need not hold the whole identifier; the store's literal match finds the one note
+    that does, and the exact-word slot puts it first."""
+    notes = isolated_env / "notes"
+    notes.mkdir()
+    for i in range(40):
+        (notes / f"n{i:02d}.md").write_text(
+            f"# 2026-03-{i % 28 + 1:02d}\n\nWhat did we find about TM-{3000 + i}? In 2026 the TM-{4000 + i} "
+            "follow-up (TM 2026 plan) is still open.\n"
+        )
+    (notes / "job.md").write_text("# Job\n\nThe export retry bug is tracked in TM-2026 now.\n")
+    with MemSearch([str(notes)], milvus_uri=str(isolated_env / "m.db"), embedding_provider="hash") as ms:
+        await ms.index()
+        store = ms.store
+        assert not any(
+            "TM-2026" in h["entity"]["content"] for h in store.search_leg("sparse", "TM-2026", top_k=5)
+        )
+        hits = await ms.search("what did we find about TM-2026", top_k=5)
+    assert Path(hits[0]["source"]).name == "job.md"

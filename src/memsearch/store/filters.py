@@ -82,5 +82,10 @@ def source_prefix_filter(prefix: str) -> str:
     return "(" + " or ".join(clauses) + ")"
 
 
+def content_holds(text: str) -> str:
+    """A filter matching chunks whose content contains ``text`` literally (case-sensitive)."""
+    return f'content like "%{_like_escape(text)}%"'
+
+
 def source_equals(source: str) -> str:
     return f'source == "{escape_filter_value(stored_value("source", source))}"'

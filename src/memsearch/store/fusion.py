@@ -66,6 +66,17 @@ def exact_words(query: str) -> list[str]:
     return found
 
 
+def holds_word(hit: Any, word: str) -> bool:
+    """Whether a raw hit's text holds ``word`` as a whole word (any case)."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", re.IGNORECASE)
+    return bool(pattern.search((hit.get("entity") or {}).get("content") or ""))
+
+
+def rare_count(candidates: int) -> int:
+    """The most holders a word may have among ``candidates`` and still count as rare."""
+    return max(1, candidates // 2)
+
+
 def _exact_first(hits: list[Any], words: list[str]) -> list[str]:
     """Keys of BM25 hits whose text holds one of ``words`` as a whole word, when few of them do.
 
@@ -76,11 +87,8 @@ def _exact_first(hits: list[Any], words: list[str]) -> list[str]:
     in an FAQ) is left to the fusion."""
     keys: list[str] = []
     for word in words:
-        pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", re.IGNORECASE)
-        holding = [
-            _key(hit) for hit in hits if pattern.search((hit.get("entity") or {}).get("content") or "")
-        ]
-        if 0 < len(holding) <= max(1, len(hits) // 2):
+        holding = [_key(hit) for hit in hits if holds_word(hit, word)]
+        if 0 < len(holding) <= rare_count(len(hits)):
             keys += [key for key in holding if key not in keys]
     return keys
 
