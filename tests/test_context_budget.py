@@ -1,0 +1,146 @@
+"""The context budget (memsearch.context_budget): real token counts, what is left out first, the line
+that says so, and cuts that never split a character or a secret's placeholder. The hooks' use of it
+runs through real ``memsearch hook`` processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memsearch import context_budget as cb
+from memsearch.embeddings.onnx import DEFAULT_MODEL, PACKAGED_MODELS
+
+
+def test_the_counter_uses_the_default_models_packaged_tokenizer() -> None:
+    assert PACKAGED_MODELS[DEFAULT_MODEL].tokenizer == cb.TOKENIZER_FILE
+
+
+def test_token_counts_are_the_real_tokenizers() -> None:
+    assert cb.count_tokens("") == 0
+    assert cb.count_tokens("hello world") == 2
+    assert cb.count_tokens("unbelievably") > 1  # WordPiece splits a rare word
+    # one token per CJK character, with or without spaces
+    assert cb.count_tokens("订单导出失败") == 6
+    assert cb.count_tokens("订单 导出 失败") == 6
+    # joining parts with blank lines adds no token: budgets of parts add up
+    assert cb.count_tokens("a b\n\nc d") == cb.count_tokens("a b") + cb.count_tokens("c d")
+
+
+def test_clip_keeps_whole_characters_of_chinese_text() -> None:
+    text = "会议记录：" + "订单导出失败，因为超时。" * 40
+    kept, left = cb.clip(text, 50)
+    assert text.startswith(kept) and kept
+    assert cb.count_tokens(kept) <= 50
+    assert left == cb.count_tokens(text) - cb.count_tokens(kept)
+    kept.encode("utf-8").decode("utf-8")  # a whole string of whole characters
+    assert cb.clip(text, 10_000) == (text, 0)
+
+
+def test_clip_never_cuts_inside_a_secret_placeholder() -> None:
+    text = "the deploy key is [REDACTED:github-token] and then more words follow here"
+    before = cb.count_tokens("the deploy key is")
+    for budget in range(before + 1, before + 8):  # every cut that would land inside the placeholder
+        kept, _left = cb.clip(text, budget)
+        assert "[REDACTED" not in kept or "[REDACTED:github-token]" in kept, (budget, kept)
+
+
+def test_clip_prefers_a_line_end() -> None:
+    text = "\n".join(f"- line number {i} with a few words" for i in range(30))
+    kept, left = cb.clip(text, 60)
+    assert left > 0 and text.startswith(kept)
+    assert kept.endswith("words")  # a whole line, not half of one
+
+
+def test_fit_items_takes_the_priority_order_and_stops_at_the_first_that_does_not_fit() -> None:
+    items = ["one two three", "four", "five six seven eight nine ten", "eleven"]
+    fitted = cb.fit_items(items, 5, render=str)
+    assert fitted.kept == ["one two three", "four"] and fitted.dropped == 2 and fitted.tokens == 4
+    fitted = cb.fit_items(items, 2, render=str, priority=[3, 1, 0, 2])
+    assert fitted.kept == ["four", "eleven"]  # original order, the wanted ones
+
+
+DAYS = [
+    ("2026-12-02.md", ["## Session 09:00", "### 09:00", "- today first", "### 09:30", "- today second 你好"]),
+    ("2026-12-01.md", ["## Session 10:00", "### 10:00", "- yesterday first", "### 11:00", "- yesterday last"]),
+]
+
+
+def test_fit_journal_leaves_out_older_days_then_older_entries() -> None:
+    whole, dropped = cb.fit_journal(DAYS, 10_000)
+    assert dropped == 0 and "yesterday first" in whole and whole.index("2026-12-02") < whole.index("2026-12-01")
+
+    def cost(*entries: str) -> int:
+        return sum(cb.count_tokens(e) for e in entries)
+
+    today = cost("## Session 09:00\n### 09:00\n- today first", "### 09:30\n- today second 你好")
+    text, dropped = cb.fit_journal(DAYS, today + cost("### 11:00\n- yesterday last"))
+    assert dropped == 1  # yesterday's first entry, the oldest
+    assert "yesterday last" in text and "yesterday first" not in text and "today first" in text
+    text, dropped = cb.fit_journal(DAYS, today)
+    assert dropped == 2 and "2026-12-01" not in text and "today first" in text
+    text, dropped = cb.fit_journal(DAYS, cost("### 09:30\n- today second 你好"))
+    assert dropped == 3 and "today second" in text and "today first" not in text
+    assert cb.fit_journal(DAYS, 0) == ("", 4)
+
+
+def test_left_out_line_is_one_line_naming_the_command() -> None:
+    line = cb.left_out_line(3, "older journal entries", 'memsearch search "x"')
+    assert line == (
+        '[memsearch] 3 older journal entries left out (context budget); `memsearch search "x"` gets them.'
+    )
+
+
+# --- through the hooks ------------------------------------------------------------------------
+
+
+def _journal(memory: Path) -> None:
+    memory.mkdir(parents=True)
+    for day in range(1, 6):
+        entries = "".join(
+            f"### {hour:02d}:00\n- day {day} hour {hour}: the zebra-ledger work continued 第{day}天\n\n"
+            for hour in range(9, 15)
+        )
+        (memory / f"2026-11-0{day}.md").write_text(
+            f"# 2026-11-0{day}\n\n## Session 09:00\n\n{entries}", encoding="utf-8"
+        )
+
+
+def _session_start(project: Path, home: Path, budget: int | None) -> str:
+    config = f"[context]\nsession_start_tokens = {budget}\n" if budget else ""
+    (home / ".memsearch").mkdir(exist_ok=True)
+    (home / ".memsearch" / "config.toml").write_text(config, encoding="utf-8")
+    stdin = json.dumps({"session_id": "s-budget", "cwd": str(project), "hook_event_name": "SessionStart"})
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "MEMSEARCH_NO_WATCH": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "memsearch", "hook", "claude-code", "session-start"],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env={**env, **{k: v for k, v in __import__("os").environ.items() if k == "PYTHONPATH"}},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return str(json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+@pytest.mark.parametrize("share", [0.6, 0.9])
+def test_session_start_context_stays_within_its_budget(tmp_path: Path, share: float) -> None:
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    _journal(project / ".memsearch" / "memory")
+    whole = _session_start(project, tmp_path / "home", 100_000)
+    assert "left out" not in whole and "day 4 hour 9:" in whole  # two newest days, all entries
+    budget = int(cb.count_tokens(whole) * share)
+    context = _session_start(project, tmp_path / "home", budget)
+    assert cb.count_tokens(context) <= budget
+    last = context.splitlines()[-1]
+    assert last.startswith("[memsearch] ") and "older journal entries left out (context budget)" in last
+    assert "memsearch search" in last and "--collection ms_" in last
+    assert "day 5 hour 14:" in context  # the newest entry stays
+    assert "day 4 hour 9:" not in context  # the oldest shown entry goes first
+    assert "<memsearch-data" in context and "</memsearch-data>" in context  # the frame is whole
