@@ -65,13 +65,18 @@ def test_fit_items_takes_the_priority_order_and_stops_at_the_first_that_does_not
 
 DAYS = [
     ("2026-12-02.md", ["## Session 09:00", "### 09:00", "- today first", "### 09:30", "- today second 你好"]),
-    ("2026-12-01.md", ["## Session 10:00", "### 10:00", "- yesterday first", "### 11:00", "- yesterday last"]),
+    (
+        "2026-12-01.md",
+        ["## Session 10:00", "### 10:00", "- yesterday first", "### 11:00", "- yesterday last"],
+    ),
 ]
 
 
 def test_fit_journal_leaves_out_older_days_then_older_entries() -> None:
     whole, dropped = cb.fit_journal(DAYS, 10_000)
-    assert dropped == 0 and "yesterday first" in whole and whole.index("2026-12-02") < whole.index("2026-12-01")
+    assert (
+        dropped == 0 and "yesterday first" in whole and whole.index("2026-12-02") < whole.index("2026-12-01")
+    )
 
     def cost(*entries: str) -> int:
         return sum(cb.count_tokens(e) for e in entries)

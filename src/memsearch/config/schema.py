@@ -329,7 +329,7 @@ class ContextConfig:
     lowest-ranked parts are left out and one line says so."""
 
     session_start_tokens: int = 1200
-    prompt_hint_tokens: int = 400
+    prompt_hint_tokens: int = 800
     recall_tokens: int = 2000
 
 
