@@ -150,9 +150,9 @@ def _entries(lines: list[str]) -> list[list[str]]:
 
 def fit_journal(days: list[tuple[str, list[str]]], budget: int) -> tuple[str, int]:
     """The ``# Recent Memory`` block of ``days`` (newest day first, each ``(name, preview lines)``)
-    whose entries take at most ``budget`` tokens (the caller counted the headings): the newest entries of the newest day first, older days last; what does
-    not fit is left out, oldest first. Returns the block ("" when nothing fits) and how many
-    entries were left out."""
+    whose entries take at most ``budget`` tokens (the caller counted the headings): the newest
+    entries of the newest day first, older days last; what does not fit is left out, oldest first.
+    Returns the block ("" when nothing fits) and how many entries were left out."""
     units = [(d, entry) for d, (_name, lines) in enumerate(days) for entry in _entries(lines)]
     # priority: day 0 newest entries first (a day's entries are oldest first), then day 1, ...
     priority = sorted(range(len(units)), key=lambda i: (units[i][0], -i))

@@ -36,9 +36,12 @@ def logged(fn: Callable[..., Awaitable[str]], scope: McpScope) -> Callable[..., 
 
         text = await fn(*args, **kwargs)
         cfg = scope.config
-        text, cut = cb.clip(text, cfg.context.recall_tokens)
-        if cut:
-            text += "\n" + cb.left_out_line(cut, "tokens", "a narrower call (fewer hits, section=false)")
+        budget = cfg.context.recall_tokens
+        if cb.count_tokens(text) > budget:
+            more = "a narrower call (fewer hits, section=false)"
+            room = budget - cb.count_tokens(cb.left_out_line(99_999, "tokens", more))
+            text, cut = cb.clip(text, room)
+            text += "\n" + cb.left_out_line(cut, "tokens", more)
         fields: dict[str, Any] = {"via": "mcp", "host": recall_log.caller()[1] or "mcp"}
         if event == "search":
             fields.update(
