@@ -5,6 +5,7 @@ runs through real ``memsearch hook`` processes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,103 @@ def test_session_start_context_stays_within_its_budget(tmp_path: Path, share: fl
     assert "day 5 hour 14:" in context  # the newest entry stays
     assert "day 4 hour 9:" not in context  # the oldest shown entry goes first
     assert "<memsearch-data" in context and "</memsearch-data>" in context  # the frame is whole
+
+
+# --- search, expand and the prompt hint through the real CLI -----------------------------------
+
+
+def _cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE")}
+    return subprocess.run(
+        [sys.executable, "-m", "memsearch", *args],
+        capture_output=True,
+        text=True,
+        env={**env, "MEMSEARCH_NO_WATCH": "1"},
+        cwd=cwd,
+        input=stdin,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> tuple[Path, str]:
+    """A project whose journal has ten long entries about the zebra-ledger, indexed."""
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    memory = project / ".memsearch" / "memory"
+    memory.mkdir(parents=True)
+    sections = "".join(
+        f"## Session {h:02d}:00\n\n### {h:02d}:00\n"
+        + "".join(
+            f"- Zebra-ledger rollout note {h}.{i}: batch {i} migrated and verified 第{i}批.\n"
+            for i in range(12)
+        )
+        + "\n"
+        for h in range(8, 18)
+    )
+    (memory / "2026-11-20.md").write_text(f"# 2026-11-20\n\n{sections}", encoding="utf-8")
+    collection = _cli("hook", "claude-code", "collection", cwd=project).stdout.strip()
+    done = _cli("index", str(memory), "--collection", collection, cwd=project)
+    assert done.returncode == 0, done.stderr
+    return project, collection
+
+
+def _set(project: Path, key: str, value: str) -> None:
+    assert _cli("config", "set", key, value, cwd=project).returncode == 0
+
+
+def test_search_and_expand_output_keep_to_the_recall_budget(indexed: tuple[Path, str]) -> None:
+    project, collection = indexed
+    args = ("zebra-ledger rollout batch", "--top-k", "8", "--json-output", "--collection", collection)
+    _set(project, "context.recall_tokens", "100000")
+    full = json.loads(_cli("search", *args, cwd=project).stdout)
+    assert len(full) == 8
+    _set(project, "context.recall_tokens", "700")
+    cut = _cli("search", *args, cwd=project)
+    shown = json.loads(cut.stdout)  # still valid JSON: the left-out line is on stderr
+    assert 1 <= len(shown) < 8
+    assert [h["chunk_hash"] for h in shown] == [h["chunk_hash"] for h in full[: len(shown)]]  # the best
+    assert sum(cb.count_tokens(json.dumps(h, indent=2, ensure_ascii=False)) for h in shown) <= 700
+    line = cut.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"[memsearch] {8 - len(shown)} lower-ranked hits left out (context budget)")
+
+    _set(project, "context.recall_tokens", "200")
+    expanded = _cli(
+        "expand",
+        full[0]["chunk_hash"],
+        "--lines",
+        "200",
+        "--json-output",
+        "--collection",
+        collection,
+        cwd=project,
+    )
+    assert expanded.returncode == 0, expanded.stderr
+    section = json.loads(expanded.stdout)
+    assert cb.count_tokens(section["content"]) <= 200
+    assert section["end_line"] - section["start_line"] == section["content"].count("\n")
+    assert "tokens of the section left out (context budget)" in expanded.stderr
+
+
+def test_prompt_hint_leaves_out_the_lowest_ranked_hits(indexed: tuple[Path, str]) -> None:
+    project, collection = indexed
+    _set(project, "plugins.claude-code.prompt_recall.auto_inject", "true")
+    _set(project, "plugins.claude-code.prompt_recall.top_k", "6")
+    prompt = "which zebra-ledger rollout batch was verified?"
+    ranked = json.loads(
+        _cli(
+            "search", prompt, "--top-k", "6", "--json-output", "--collection", collection, cwd=project
+        ).stdout
+    )
+    _set(project, "context.prompt_hint_tokens", "450")
+    stdin = json.dumps({"session_id": "s", "cwd": str(project), "prompt": prompt})
+    hooked = _cli("hook", "claude-code", "prompt-submit", cwd=project, stdin=stdin)
+    assert hooked.returncode == 0, hooked.stderr
+    context = json.loads(hooked.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert cb.count_tokens(context) <= 450
+    shown = re.findall(r"\(chunk_hash ([0-9a-f]+)\)", context)
+    assert 1 <= len(shown) < 6
+    assert shown == [h["chunk_hash"] for h in ranked[: len(shown)]]
+    assert context.splitlines()[-1].startswith(f"[memsearch] {6 - len(shown)} lower-ranked hits left out")
