@@ -31,6 +31,20 @@ def test_token_counts_are_the_real_tokenizers() -> None:
     assert cb.count_tokens("a b\n\nc d") == cb.count_tokens("a b") + cb.count_tokens("c d")
 
 
+def test_remembered_counts_are_the_same_and_keep_no_text() -> None:
+    import os
+    import stat
+
+    text = "[memsearch] Notes from past sessions are searchable 订单导出失败"
+    assert cb.count_remembered(text) == cb.count_tokens(text) == cb.count_remembered(text)
+    path = Path(os.environ["HOME"]) / ".memsearch" / cb.COUNTS_FILE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "Notes" not in path.read_text(encoding="utf-8")
+    for n in range(cb.COUNTS_KEPT + 10):
+        cb.count_remembered(f"text number {n}")
+    assert len(json.loads(path.read_text(encoding="utf-8"))) == cb.COUNTS_KEPT  # bounded
+
+
 def test_clip_keeps_whole_characters_of_chinese_text() -> None:
     text = "会议记录：" + "订单导出失败，因为超时。" * 40
     kept, left = cb.clip(text, 50)

@@ -18,6 +18,7 @@ before a ``[REDACTED:...]`` placeholder it would split.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ __all__ = [
     "TOKENIZER_FILE",
     "Fitted",
     "clip",
+    "count_remembered",
     "count_tokens",
     "fit_items",
     "fit_journal",
@@ -71,6 +73,41 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+#: Remembered counts (``count_remembered``): file name in ``~/.memsearch`` and how many it keeps.
+COUNTS_FILE = "token-counts.json"
+COUNTS_KEPT = 64
+
+
+def count_remembered(text: str) -> int:
+    """:func:`count_tokens`, remembered across processes for texts seen before (the per-prompt hint
+    is the same words each turn): a hook that only needs a count then never loads the tokenizer
+    (~20 ms idle, ~60 ms CPU on a busy machine). Keyed by a digest; the text is never stored."""
+    import hashlib
+    import json
+
+    from memsearch import private
+    from memsearch.config.files import memsearch_home
+
+    if not text:
+        return 0
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    path = memsearch_home() / COUNTS_FILE
+    try:
+        known = json.loads(private.read_private(path, limit=1 << 16))
+        if not isinstance(known, dict):
+            known = {}
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known.get(key), int):
+        return int(known[key])
+    count = count_tokens(text)
+    known[key] = count
+    kept = dict(list(known.items())[-COUNTS_KEPT:])
+    with contextlib.suppress(Exception):  # a count not remembered costs a recount, nothing else
+        private.write_private(path, json.dumps(kept))
+    return count
 
 
 def clip(text: str, tokens: int) -> tuple[str, int]:

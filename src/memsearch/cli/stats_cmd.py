@@ -19,9 +19,7 @@ from memsearch.cli.options import resolve, store_flags, store_options
     show_default=True,
     help="With --recall: how many days back.",
 )
-@click.option(
-    "--json-output", "-j", is_flag=True, help="Print the sessions as JSON (implies --recall)."
-)
+@click.option("--json-output", "-j", is_flag=True, help="Print the sessions as JSON (implies --recall).")
 def stats(recall: bool, days: int, json_output: bool, **flags: Any) -> None:
     """Show statistics about the index, and the store's memory service when one runs.
 

@@ -210,7 +210,8 @@ def _session_context(
 
     budget = ctx.config.context.session_start_tokens
     full = _compose(ctx, journal.render_days(days), skills_hint, standing)
-    if not full or cb.count_tokens(full) <= budget:
+    # a token covers at least a character; an unchanged context was counted at an earlier start
+    if len(full) <= budget or cb.count_remembered(full) <= budget:
         return full
     search = f'memsearch search "<topic>"{store_flags(ctx)}'
     reserve = cb.count_tokens(cb.left_out_line(999, "older journal entries", search))
@@ -236,7 +237,7 @@ def _log_injection(ctx: HookContext, via: str, context: str) -> None:
         recall_log.export_session(ctx.env, session, ctx.platform.name, ctx.collection)
     if not context or not recall_log.enabled(ctx.config, ctx.env):
         return
-    from memsearch.context_budget import count_tokens
+    from memsearch.context_budget import count_remembered
 
     recall_log.record(
         ctx.config,
@@ -246,7 +247,7 @@ def _log_injection(ctx: HookContext, via: str, context: str) -> None:
         host=ctx.platform.name,
         env=ctx.env,
         via=via,
-        tokens=count_tokens(context),
+        tokens=count_remembered(context),
     )
 
 
