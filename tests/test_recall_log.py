@@ -21,7 +21,7 @@ GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
 def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str | None = None):
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE"))}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSEARCH_", "CLAUDE", "CODEX_"))}
     base.update(HF_HUB_OFFLINE="1", MEMSEARCH_SERVICE_AUTOSTART="0")
     return subprocess.run(
         [sys.executable, "-m", "memsearch", *args],
@@ -121,6 +121,14 @@ def test_summarise_per_session() -> None:
     )
     assert a.consulted and not b.consulted and b.captures == 1
     assert unknown.session == "unknown" and unknown.expands == 1 and unknown.consulted
+
+
+def test_who_a_command_runs_for() -> None:
+    assert recall_log.caller({}) == ("", "")
+    exported = {"MEMSEARCH_SESSION": "s-1", "MEMSEARCH_HOST": "claude-code", "CODEX_THREAD_ID": "t"}
+    assert recall_log.caller(exported) == ("s-1", "claude-code")
+    assert recall_log.caller({"CODEX_THREAD_ID": "0199d2a0-0000-7c00"}) == ("0199d2a0-0000-7c00", "codex")
+    assert recall_log.caller({"MEMSEARCH_SESSION": "bad value; rm -rf /"}) == ("", "")
 
 
 # --- a scripted session through the real CLI --------------------------------------------------

@@ -18,8 +18,9 @@ must not stop a hook or a search.
 
 Attribution: a hook knows its session and host. A ``memsearch`` command the model runs learns them
 from ``MEMSEARCH_SESSION`` / ``MEMSEARCH_HOST``, which the session-start hook exports to the agent's
-shell where the host allows it (Claude Code's ``CLAUDE_ENV_FILE``). Without them an event is the
-"unknown" session's (another host's shell, the MCP server, a person at a terminal).
+shell where the host allows it (Claude Code's ``CLAUDE_ENV_FILE``), or from the host's own variable
+(Codex's ``CODEX_THREAD_ID``). Without them an event is the "unknown" session's (other hosts'
+shells, an MCP server no host variable reaches, a person at a terminal).
 """
 
 from __future__ import annotations
@@ -82,11 +83,23 @@ def log_path(collection: str) -> Path:
     return memsearch_home() / _FOLDER / f"{name}.jsonl"
 
 
+#: Variables a host itself gives the commands its model runs, naming the session its hooks get as
+#: ``session_id``: (variable, host). Codex 0.171.0 sets ``CODEX_THREAD_ID`` in every shell command.
+HOST_SESSION_VARIABLES: tuple[tuple[str, str], ...] = (("CODEX_THREAD_ID", "codex"),)
+
+
 def caller(env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The session and host a command runs for, from the variables the hook exported ("" unknown)."""
+    """The session and host a command runs for ("" unknown): the variables the session-start hook
+    exported (:func:`export_session`), else a host's own (:data:`HOST_SESSION_VARIABLES`)."""
     env = os.environ if env is None else env
     session = env.get(SESSION_ENV, "").strip()
     host = env.get(HOST_ENV, "").strip()
+    if not session:
+        for variable, name in HOST_SESSION_VARIABLES:
+            session = env.get(variable, "").strip()
+            if session:
+                host = host or name
+                break
     return (session if _SESSION_OK.match(session) else ""), (host if _SESSION_OK.match(host) else "")
 
 
