@@ -227,6 +227,13 @@ def test_search_and_expand_output_keep_to_the_recall_budget(indexed: tuple[Path,
     assert line.startswith(f"[memsearch] {8 - len(shown)} lower-ranked hits left out (context budget)")
 
     _set(project, "context.recall_tokens", "200")
+    one = _cli("search", *args, cwd=project)
+    (best,) = json.loads(one.stdout)  # the best hit alone is over budget: it shows, cut
+    assert best["chunk_hash"] == full[0]["chunk_hash"] and full[0]["content"].startswith(best["content"])
+    assert len(best["content"]) < len(full[0]["content"])
+    assert cb.count_tokens(json.dumps(best, indent=2, ensure_ascii=False)) <= 200
+    assert "[memsearch] 7 lower-ranked hits left out (context budget)" in one.stderr
+
     expanded = _cli(
         "expand",
         full[0]["chunk_hash"],

@@ -27,20 +27,34 @@ def search_results(cfg: Any, query: str, results: list[dict[str, Any]], store: s
     from memsearch import context_budget as cb
     from memsearch import recall_log
 
-    fitted = cb.fit_items(
-        results,
-        cfg.context.recall_tokens,
-        render=lambda hit: json.dumps(hit, indent=2, ensure_ascii=False),
-    )
-    kept = fitted.kept or results[:1]  # one hit always shows (clipped by the reader's own tools)
+    budget = cfg.context.recall_tokens
+    fitted = cb.fit_items(results, budget, render=_rendered)
+    kept = fitted.kept
+    if results and not kept:  # the best hit alone is over budget: it shows, its text cut
+        best = dict(results[0])
+        text = str(best.get("content", ""))
+        room = budget - cb.count_tokens(_rendered({**best, "content": ""}))
+        while room > 0:  # JSON escapes (a newline is "\n") cost tokens the raw text does not
+            best["content"] = cb.clip(text, room)[0]
+            over = cb.count_tokens(_rendered(best)) - budget
+            if over <= 0:
+                break
+            room -= over
+        kept = [best]
     dropped = len(results) - len(kept)
     if dropped:
-        more = f'memsearch search "..." --top-k {len(results)}{store}'
-        click.echo(cb.left_out_line(dropped, "lower-ranked hits", more + " --json-output | less"), err=True)
+        more = f'memsearch search "<narrower words>"{store}'
+        click.echo(cb.left_out_line(dropped, "lower-ranked hits", more), err=True)
+    tokens = sum(cb.count_tokens(_rendered(hit)) for hit in kept)
     recall_log.record(
-        cfg, cfg.milvus.collection, "search", via="cli", query=query, hits=len(kept), tokens=fitted.tokens
+        cfg, cfg.milvus.collection, "search", via="cli", query=query, hits=len(kept), tokens=tokens
     )
     return kept
+
+
+def _rendered(hit: dict[str, Any]) -> str:
+    """A hit as ``--json-output`` prints it (what is counted)."""
+    return json.dumps(hit, indent=2, ensure_ascii=False)
 
 
 def expanded(cfg: Any, result: Expansion, store: str) -> Expansion:
