@@ -65,7 +65,8 @@ def test_set_project(isolated_env: Path) -> None:
         (
             ("nosuch.key", "x"),
             "Error: Unknown config section: nosuch. Hint: Valid sections: milvus, embedding, "
-            "compact, chunking, indexing, watch, service, reranker, llm, prompts, plugins, redact\n",
+            "compact, chunking, indexing, watch, service, reranker, llm, prompts, plugins, redact, context, "
+            "telemetry\n",
         ),
         (
             ("milvus.host", "x"),

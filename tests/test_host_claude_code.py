@@ -13,6 +13,10 @@ the world is left running afterwards.
   at exit and writes the transcript only after Stop: lost turns and leaked watches showed here).
 - ``test_interactive``: a session in a pseudo-terminal, two turns, ``/exit``.
 - ``test_a_killed_session_leaves_no_watch``: SIGKILL instead of ``/exit``.
+- ``test_context_budget_and_recall_log``: with small budgets, what reached the model from the hooks,
+  counted at the fake API with memsearch's tokenizer, stays within them, and ``stats --recall``
+  reports the session's injections, its skill search (attributed through ``CLAUDE_ENV_FILE``) and
+  its capture.
 """
 
 from __future__ import annotations
@@ -363,6 +367,88 @@ def test_a_killed_session_leaves_no_watch(world: World) -> None:
     assert not (world.project / ".memsearch" / ".watch.pid").exists()
     log = (world.project / ".memsearch" / ".watch.log").read_text(encoding="utf-8")
     assert "No live session uses this watch any more." in log and "Stopping watcher." in log
+
+
+#: The budgets the budget test sets (small, so the seeded journals must be trimmed).
+SESSION_BUDGET = 300
+PROMPT_BUDGET = 150
+
+
+def seed_journals(world: World) -> None:
+    """Four days of journal entries about the zebra-ledger, far more than ``SESSION_BUDGET``."""
+    memory = world.project / ".memsearch" / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    for day in range(1, 5):
+        entries = "".join(
+            f"### {hour:02d}:00\n- Day {day}: zebra-ledger rollout step {day}.{hour} planned 第{day}天\n\n"
+            for hour in range(9, 16)
+        )
+        (memory / f"2026-11-0{day}.md").write_text(
+            f"# 2026-11-0{day}\n\n## Session 09:00\n\n{entries}", encoding="utf-8"
+        )
+
+
+def injected_session_context(call: ModelCall) -> str:
+    """The session-start context as the model got it: from the data note to the left-out line."""
+    from memsearch.framing import DATA_NOTE
+
+    text = call.everything
+    start = text.index(DATA_NOTE)
+    end = text.index("gets them.", start) + len("gets them.")
+    return text[start:end]
+
+
+def test_context_budget_and_recall_log(world: World, api: FakeModelAPI) -> None:
+    from memsearch.context_budget import count_tokens
+
+    install_plugin(world)
+    for key, value in (("session_start_tokens", SESSION_BUDGET), ("prompt_hint_tokens", PROMPT_BUDGET)):
+        world.run(["memsearch", "config", "set", f"context.{key}", str(value)], check=True)
+    seed_journals(world)
+    collection = world.run(["memsearch", "hook", "claude-code", "collection"], check=True).stdout.strip()
+    world.run(["memsearch", "index", ".memsearch/memory", "--collection", collection], check=True)
+
+    stream = ["--output-format", "stream-json", "--verbose", "--include-hook-events"]
+    run = world.run(["claude", "-p", RECALL, *stream, *ALLOWED], timeout=120)
+    assert run.returncode == 0, run.stderr
+    check_hooks(run.stdout)
+    session = next(
+        e["session_id"] for e in map(json.loads, run.stdout.splitlines()) if e.get("subtype") == "init"
+    )
+    opening = next(c for c in api.snapshot() if RECALL in c.user_text and c.tools)
+
+    # what the hooks injected, measured where the model gets it
+    context = injected_session_context(opening)
+    assert "older journal entries left out (context budget)" in context  # trimmed...
+    assert count_tokens(context) <= SESSION_BUDGET  # ...to the budget
+    assert "step 4.15" in context and "step 3.9 " not in context  # newest kept, oldest left out
+    hint_at = opening.everything.index(HINT)
+    hint = opening.everything[hint_at : opening.everything.index("\n", hint_at)]
+    assert 0 < count_tokens(hint) <= PROMPT_BUDGET
+
+    # the skill searched (its Bash command ran in the session's shell), the turn was captured
+    forked = [c for c in api.snapshot() if SKILL_MARK in c.everything and c.after_tool]
+    assert forked and tool_results_mention(forked[0], "zebra-ledger")
+    wait_for(lambda: "Claude Code recommended" in journal_text(world), 60, "the turn's entry")
+    check_no_leftovers(world)
+
+    shown = world.run(
+        ["memsearch", "stats", "--recall", "--json-output", "--collection", collection], check=True
+    )
+    (row,) = json.loads(shown.stdout)["sessions"]
+    assert (row["session"], row["host"]) == (session, "claude-code")
+    assert (row["searches"], row["expands"], row["captures"], row["consulted"]) == (1, 0, 1, True)
+    assert 1 <= row["hits"] <= 3
+    assert row["injections"] == 2  # session start and the prompt
+    log = world.home / ".memsearch" / "recall" / f"{collection}.jsonl"
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    start = next(e for e in events if e.get("via") == "session-start")
+    assert start["tokens"] == count_tokens(context)  # the log counts what the model got
+    assert row["injected_tokens"] == count_tokens(context) + count_tokens(hint)
+    (search,) = [e for e in events if e["event"] == "search"]
+    assert search["query"] == "zebra-ledger rollout" and search["via"] == "cli"
+    table = world.run(["memsearch", "stats", "--recall", "--collection", collection], check=True).stdout
+    assert session[:36] in table and "never consulted" not in table.splitlines()[1]
 
 
 def test_the_pinned_host_is_the_one_the_doc_names() -> None:

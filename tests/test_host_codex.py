@@ -357,3 +357,56 @@ def test_untrusted_hooks_are_reported_not_silent(world: World, model_api: FakeMo
     )
     assert doctor.returncode == 1 and "Codex skips SessionStart (untrusted)" in doctor.stderr
     assert leftovers(world, wait=30) == {}
+
+
+# --- context budget and recall log ----------------------------------------------------------------
+
+#: The session-start budget the budget test sets (small, so the seeded journals must be trimmed).
+SESSION_BUDGET = 300
+
+
+def seed_journals(world: World) -> None:
+    """Four days of journal entries about the staging port, far more than ``SESSION_BUDGET``."""
+    memory = world.project / ".memsearch" / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    for day in range(1, 5):
+        entries = "".join(
+            f"### {hour:02d}:00\n- Day {day}: staging database check {day}.{hour} on port 6543 第{day}天\n\n"
+            for hour in range(9, 16)
+        )
+        (memory / f"2026-11-0{day}.md").write_text(f"# 2026-11-0{day}\n\n## Session 09:00\n\n{entries}")
+
+
+def test_context_budget_and_recall_log(world: World, model_api: FakeModelAPI) -> None:
+    from memsearch.context_budget import count_tokens
+    from memsearch.framing import DATA_NOTE
+
+    install(world)
+    memsearch(world, "config", "set", "context.session_start_tokens", str(SESSION_BUDGET))
+    seed_journals(world)
+    collection = memsearch(world, "hook", "codex", "collection").strip()
+    memsearch(world, "index", ".memsearch/memory", "--collection", collection)
+    script_recall(world, model_api, collection)
+    run = world.run(["codex", "exec", "-s", "danger-full-access", RECALL], timeout=120)
+    assert run.returncode == 0, run.stderr
+    calls = [c for c in model_api.snapshot() if RECALL in c.everything and not is_summary(c)]
+    opening = calls[0]
+    # the session-start context as the model got it: trimmed to the budget, newest entries kept
+    text = opening.everything
+    start = text.index(DATA_NOTE)
+    context = text[start : text.index("gets them.", start) + len("gets them.")]
+    assert "older journal entries left out (context budget)" in context
+    assert count_tokens(context) <= SESSION_BUDGET
+    assert "check 4.15" in context and "check 3.9 " not in context
+    result = next(c for c in calls if c.after_tool and c.tools)
+    assert "6543" in (result.messages[-1].tool_result or "")
+    wait_for(lambda: entries_with(world, "Codex acknowledged"), 90, "the turn's entry")
+    assert leftovers(world, wait=60) == {}
+
+    report = json.loads(memsearch(world, "stats", "--recall", "--json-output", "--collection", collection))
+    (row,) = report["sessions"]  # the shell's search is the hooks' session (CODEX_THREAD_ID)
+    assert row["host"] == "codex" and row["session"] != "unknown"
+    assert (row["injections"], row["searches"], row["captures"], row["consulted"]) == (2, 1, 1, True)
+    log = Path(world.env["HOME"]) / ".memsearch" / "recall" / f"{collection}.jsonl"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert next(e for e in events if e.get("via") == "session-start")["tokens"] == count_tokens(context)

@@ -357,3 +357,27 @@ def test_http_port_taken_is_one_error_line(isolated_env: Path) -> None:
         proc.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}")
         and len(proc.stderr.splitlines()) == 1
     )
+
+
+async def test_recall_tools_keep_to_the_token_budget_and_are_logged(isolated_env: Path) -> None:
+    from memsearch import recall_log
+    from memsearch.context_budget import count_tokens
+
+    project = _project(isolated_env)
+    config = Path(os.environ["HOME"]) / ".memsearch" / "config.toml"
+    config.write_text("[context]\nrecall_tokens = 200\n", encoding="utf-8")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    async with session(project) as client:
+        error, text = await call(client, "search", {"query": f"checkout timeout {token}", "top_k": 3})
+        assert not error, text
+        assert count_tokens(text) <= 200  # the answer and one line saying what was left out
+        assert text.splitlines()[-1].startswith("[memsearch] ") and "left out (context budget)" in text
+        hashes = _hashes(text)
+        error, text = await call(client, "expand", {"chunk_hash": hashes[0]})
+        assert not error, text
+    events = recall_log.read_events(derive_collection(project))
+    assert [e["event"] for e in events] == ["search", "expand"]
+    search = events[0]
+    assert (search["session"], search["host"], search["via"]) == ("", "mcp", "mcp")
+    assert token not in search["query"] and search["query"].startswith("checkout timeout [REDACTED:")
+    assert 1 <= search["hits"] <= 3 and 0 < search["tokens"] <= 200

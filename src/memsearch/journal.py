@@ -61,7 +61,9 @@ __all__ = [
     "journal_files",
     "parse_anchor_fields",
     "preview_lines",
+    "recent_days",
     "recent_memory",
+    "render_days",
     "sanitize_bullet",
 ]
 
@@ -378,6 +380,25 @@ def preview_lines(text: str, max_lines: int = 40) -> list[str]:
     return kept[-max_lines:] if max_lines > 0 else []
 
 
+def recent_days(
+    memory_dir: str | os.PathLike[str],
+    *,
+    files: int = 2,
+    max_lines: int = 40,
+    root: str | os.PathLike[str] | None = None,
+) -> list[tuple[str, list[str]]]:
+    """``(file name, preview lines)`` of the newest ``files`` journals (newest first) that have
+    something to show. Only those few files are read, and only when they are regular files inside
+    ``root`` (default: the memory folder)."""
+    days: list[tuple[str, list[str]]] = []
+    inside = Path(root) if root is not None else Path(memory_dir)
+    for path in journal_files(memory_dir, files):
+        lines = preview_lines(_read_text(path, inside), max_lines)
+        if lines:
+            days.append((path.name, lines))
+    return days
+
+
 def recent_memory(
     memory_dir: str | os.PathLike[str],
     *,
@@ -387,16 +408,15 @@ def recent_memory(
 ) -> str:
     """A ``# Recent Memory`` block from the newest ``files`` journals (newest first), or "".
 
-    Each journal contributes ``## <name>`` and its :func:`preview_lines`; journals with nothing to
-    show are skipped. Only those few files are read, and only when they are regular files inside
-    ``root`` (default: the memory folder).
+    Each journal contributes ``## <name>`` and its :func:`preview_lines` (:func:`recent_days`);
+    journals with nothing to show are skipped.
     """
-    blocks: list[str] = []
-    inside = Path(root) if root is not None else Path(memory_dir)
-    for path in journal_files(memory_dir, files):
-        lines = preview_lines(_read_text(path, inside), max_lines)
-        if lines:
-            blocks.append("\n".join([f"## {path.name}", *lines]))
+    return render_days(recent_days(memory_dir, files=files, max_lines=max_lines, root=root))
+
+
+def render_days(days: list[tuple[str, list[str]]]) -> str:
+    """The ``# Recent Memory`` block of :func:`recent_days` ("" when there are none)."""
+    blocks = ["\n".join([f"## {name}", *lines]) for name, lines in days]
     if not blocks:
         return ""
     return "# Recent Memory\n\n" + "\n\n".join(blocks)

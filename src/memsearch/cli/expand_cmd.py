@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memsearch.cli.options import common_options, echo_json, resolve
+from memsearch.cli.options import common_options, echo_json, resolve, store_flags
 from memsearch.cli.render import shown
 
 
@@ -34,10 +34,13 @@ def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool,
       memsearch search "deploy checklist" --json-output   # note a result's chunk_hash
       memsearch expand 3f2a9c1e8b7d6a50 --lines 5
     """
+    from memsearch.cli.recall_output import expanded
     from memsearch.memory import open_memory
 
-    with open_memory(resolve(flags), start=True) as memory:
+    cfg = resolve(flags)
+    with open_memory(cfg, start=True) as memory:
         result = memory.expand(chunk_hash, section=section, context_lines=lines)
+    result = expanded(cfg, result, store_flags(flags))  # recall budget, recall log
     if result.warning:
         click.echo(f"Warning: {result.warning}", err=True)
     if json_output:

@@ -52,10 +52,13 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
       memsearch search "redis connection timeout" --top-k 3
       memsearch search "订单导出失败" --source-prefix ./memory --json-output
     """
+    from memsearch.cli.recall_output import search_results
     from memsearch.memory import open_memory
 
-    with open_memory(resolve(flags), start=True, keep_model=False) as memory:
+    cfg = resolve(flags)
+    with open_memory(cfg, start=True, keep_model=False) as memory:
         results = memory.run(memory.search(query, top_k=top_k, source_prefix=source_prefix))
+    results = search_results(cfg, query, results, store_flags(flags))  # recall budget, recall log
     if json_output:
         echo_json(results)
         return

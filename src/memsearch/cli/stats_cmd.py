@@ -11,12 +11,31 @@ from memsearch.cli.options import resolve, store_flags, store_options
 
 @click.command("stats")
 @store_options
-def stats(**flags: Any) -> None:
-    """Show statistics about the index, and the store's memory service when one runs."""
+@click.option("--recall", is_flag=True, help="Per session: tokens injected, searches, expands, captures.")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1, max=36_500),
+    default=7,
+    show_default=True,
+    help="With --recall: how many days back.",
+)
+@click.option("--json-output", "-j", is_flag=True, help="Print the sessions as JSON (implies --recall).")
+def stats(recall: bool, days: int, json_output: bool, **flags: Any) -> None:
+    """Show statistics about the index, and the store's memory service when one runs.
+
+    \b
+    With --recall: what memory did in each session of the collection (the local recall log).
+      memsearch stats --recall --days 30
+    """
     from memsearch.memory import open_memory
     from memsearch.service.client import describe_service
 
     cfg = resolve(flags)
+    if recall or json_output:
+        from memsearch.cli.recall_stats import show_recall
+
+        show_recall(cfg, days, json_output)
+        return
     with open_memory(cfg) as memory:
         click.echo(f"Total indexed chunks: {memory.count(missing_ok=False)}")
     line = describe_service(cfg.milvus.uri)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memsearch.cli.options import echo_json
+from memsearch.cli.recall_output import transcript_read
 from memsearch.cli.render import shown
 from memsearch.transcript import find_turn, format_turns, read_transcript, select_turns, turns_to_json
 
@@ -43,6 +44,7 @@ def transcript(path: str, turn_id: str | None, context: int, session: str | None
     for warning in result.warnings:
         click.echo(f"Warning: {shown(warning)}", err=True)
     turns = select_turns(result.turns, turn_id, context)
+    transcript_read(len(turns))  # the recall log
     if json_output:
         echo_json(turns_to_json(turns))
         return

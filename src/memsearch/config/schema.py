@@ -76,6 +76,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "top_k": (1, 1_000),
     "idle_timeout": (1, 31_536_000),  # one year
     "max_on_demand": (1, 1_000),
+    "session_start_tokens": (100, 1_000_000),
+    "prompt_hint_tokens": (50, 1_000_000),
+    "recall_tokens": (200, 1_000_000),
     "MEMSEARCH_SERVICE_TIMEOUT": (0.01, 86_400),
     "MEMSEARCH_SUMMARY_MAX_CHARS": (0, 100_000_000),
     "MEMSEARCH_OPENCODE_TAIL_QUIET_MS": (0, 3_600_000),
@@ -106,6 +109,7 @@ ENV_VARIABLES: dict[str, EnvVariable] = {
     "MEMSEARCH_SUMMARY_MAX_CHARS": EnvVariable(int, "MEMSEARCH_SUMMARY_MAX_CHARS"),
     "MEMSEARCH_OPENCODE_TAIL_QUIET_MS": EnvVariable(int, "MEMSEARCH_OPENCODE_TAIL_QUIET_MS"),
     "MEMSEARCH_REDACT": EnvVariable(bool),
+    "MEMSEARCH_RECALL_LOG": EnvVariable(bool),
 }
 
 
@@ -318,6 +322,26 @@ class RedactConfig:
 
 
 @dataclass
+class ContextConfig:
+    """Token budgets of what memsearch hands a model (``memsearch.context_budget``): the
+    session-start context, the per-prompt hint (with auto-injected hits), and the output of
+    ``memsearch search`` / ``expand`` that the recall skills read. Over budget, the oldest or
+    lowest-ranked parts are left out and one line says so."""
+
+    session_start_tokens: int = 1200
+    prompt_hint_tokens: int = 800
+    recall_tokens: int = 2000
+
+
+@dataclass
+class TelemetryConfig:
+    """The local recall log (``memsearch.recall_log``): what memory injected and what the model
+    searched, per session, for ``memsearch stats --recall``. Never sent anywhere."""
+
+    recall: bool = True
+
+
+@dataclass
 class ConfigOrigin:
     """Where a resolved config came from. Not a setting: never serialised or merged."""
 
@@ -344,6 +368,8 @@ class MemSearchConfig:
     prompts: PromptsConfig = field(default_factory=PromptsConfig)
     plugins: PluginsConfig = field(default_factory=PluginsConfig)
     redact: RedactConfig = field(default_factory=RedactConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     origin: ConfigOrigin = field(
         default_factory=ConfigOrigin, repr=False, compare=False, metadata={"internal": True}
     )

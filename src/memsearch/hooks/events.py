@@ -175,9 +175,18 @@ def session_start(ctx: HookContext) -> Reply:
 
     skills_hint = candidates_hint(ctx.memsearch_dir)
     notes = [n for n in (index_warning(ctx), _start_background(ctx), skills_hint) if n]
-    recent = journal.recent_memory(
+    days = journal.recent_days(
         ctx.memory_dir, files=RECENT_FILES, max_lines=RECENT_LINES, root=ctx.files_root
     )
+    standing = _maintenance(ctx)
+    context = _session_context(ctx, days, skills_hint, standing)
+    _log_injection(ctx, "session-start", context)
+    return Reply(" | ".join([status, *notes]), context)
+
+
+def _compose(ctx: HookContext, recent: str, skills_hint: str, standing: str) -> str:
+    """The session-start context: recent journals, the recall hint, skill candidates, PROJECT.md
+    and USER.md, with the data note once when any memory text is in it."""
     context = frame(recent, "recent journals") if recent else ""
     if context and "prompt-submit" not in ctx.platform.events:
         # A host with a prompt hook gets the hint with the prompt (once per turn), not here too.
@@ -185,11 +194,61 @@ def session_start(ctx: HookContext) -> Reply:
     if skills_hint and ctx.platform.render is not render_hook_json:
         # OpenCode and OpenClaw show the user no status line: the model hears of the candidates.
         context = f"{context}\n\n{skills_hint}" if context else skills_hint
-    standing = _maintenance(ctx)
     context = "\n\n".join(part for part in (context, standing) if part)
     if recent or standing:  # journal text or PROJECT.md/USER.md: say once that it is data
         context = f"{DATA_NOTE}\n\n{context}"
-    return Reply(" | ".join([status, *notes]), context)
+    return context
+
+
+def _session_context(
+    ctx: HookContext, days: list[tuple[str, list[str]]], skills_hint: str, standing: str
+) -> str:
+    """:func:`_compose` within ``context.session_start_tokens``: older journal days and entries
+    are left out first (one line says how many, and how to search them); whatever still does not
+    fit is cut (:func:`memsearch.context_budget.clip`)."""
+    from memsearch import context_budget as cb
+
+    budget = ctx.config.context.session_start_tokens
+    full = _compose(ctx, journal.render_days(days), skills_hint, standing)
+    # a token covers at least a character; an unchanged context was counted at an earlier start
+    if len(full) <= budget or cb.count_remembered(full) <= budget:
+        return full
+    search = f'memsearch search "<topic>"{store_flags(ctx)}'
+    reserve = cb.count_tokens(cb.left_out_line(999, "older journal entries", search))
+    # everything but the entries: the note, the frame, the hint, "# Recent Memory" and day headings
+    bare = journal.render_days([(name, []) for name, _lines in days])
+    room = budget - cb.count_tokens(_compose(ctx, bare, skills_hint, standing)) - reserve
+    recent, dropped = cb.fit_journal(days, max(room, 0))
+    line = cb.left_out_line(dropped, "older journal entries", search) if dropped else ""
+    context, cut = cb.clip(_compose(ctx, recent, skills_hint, standing), budget - cb.count_tokens(line) - 2)
+    if cut and not line:
+        line = cb.left_out_line(cut, "tokens of the session context", search)
+        context, _cut = cb.clip(context, budget - cb.count_tokens(line) - 2)
+    return "\n\n".join(part for part in (context, line) if part)
+
+
+def _log_injection(ctx: HookContext, via: str, context: str) -> None:
+    """Record what the hook injected (``memsearch.recall_log``); at session start, also tell the
+    agent's shell its session and host where the host allows it."""
+    from memsearch import recall_log
+
+    session = ctx.input.session_id
+    if via == "session-start" and session:
+        recall_log.export_session(ctx.env, session, ctx.platform.name, ctx.collection)
+    if not context or not recall_log.enabled(ctx.config, ctx.env):
+        return
+    from memsearch.context_budget import count_remembered
+
+    recall_log.record(
+        ctx.config,
+        ctx.collection,
+        "inject",
+        session=session,
+        host=ctx.platform.name,
+        env=ctx.env,
+        via=via,
+        tokens=count_remembered(context),
+    )
 
 
 # --- prompt submit ----------------------------------------------------------------------------
@@ -257,20 +316,33 @@ def store_flags(ctx: HookContext) -> str:
     return flags
 
 
-def _format_hits(ctx: HookContext, hits: list[dict[str, Any]]) -> str:
+def _hit_line(hit: dict[str, Any]) -> str:
+    source = str(hit.get("source", "")).rsplit("/", 1)[-1]
+    heading = f" › {hit['heading']}" if hit.get("heading") else ""
+    snippet = " ".join(str(hit.get("content", "")).split())
+    if len(snippet) > SNIPPET_CHARS:
+        snippet = snippet[:SNIPPET_CHARS].rstrip() + " …"
+    return f"- [{source}{heading}] {snippet} (chunk_hash {hit.get('chunk_hash', '')})"
+
+
+def _format_hits(ctx: HookContext, hits: list[dict[str, Any]], budget: int) -> str:
+    """The hits that fit ``budget`` tokens, lowest-ranked left out first (one line says so)."""
+    from memsearch import context_budget as cb
+
     head = (
         "[memsearch] Memories that may be relevant (expand one with "
         f"`memsearch expand <chunk_hash>{store_flags(ctx)}`). {DATA_NOTE}"
     )
-    lines: list[str] = []
-    for hit in hits:
-        source = str(hit.get("source", "")).rsplit("/", 1)[-1]
-        heading = f" › {hit['heading']}" if hit.get("heading") else ""
-        snippet = " ".join(str(hit.get("content", "")).split())
-        if len(snippet) > SNIPPET_CHARS:
-            snippet = snippet[:SNIPPET_CHARS].rstrip() + " …"
-        lines.append(f"- [{source}{heading}] {snippet} (chunk_hash {hit.get('chunk_hash', '')})")
-    return head + "\n" + frame("\n".join(lines), "search hits")
+    lines = [_hit_line(hit) for hit in hits]
+    more = cb.left_out_line(len(lines), "lower-ranked hits", f'memsearch search "<prompt>"{store_flags(ctx)}')
+    room = budget - cb.count_tokens(head) - cb.count_tokens(more) - 20
+    fitted = cb.fit_items(lines, max(room, 0), render=str)
+    if not fitted.kept:
+        return ""
+    text = head + "\n" + frame("\n".join(fitted.kept), "search hits")
+    if fitted.dropped:
+        text += "\n" + more.replace(f" {len(lines)} ", f" {fitted.dropped} ", 1)
+    return text
 
 
 def prompt_submit(ctx: HookContext) -> Reply:
@@ -279,7 +351,9 @@ def prompt_submit(ctx: HookContext) -> Reply:
         return Reply()
     context = ctx.platform.recall_hint
     recall = ctx.plugin.prompt_recall
+    budget = ctx.config.context.prompt_hint_tokens
     if recall.auto_inject:
+        from memsearch.context_budget import count_tokens
         from memsearch.errors import MemSearchError
 
         try:
@@ -287,9 +361,21 @@ def prompt_submit(ctx: HookContext) -> Reply:
         except MemSearchError as exc:
             log(f"auto-inject search failed: {exc.one_line()}")
             hits = []
-        if hits:
-            context += "\n\n" + _format_hits(ctx, hits)
+        shown = _format_hits(ctx, hits, budget - count_tokens(context) - 2) if hits else ""
+        if shown:
+            context += "\n\n" + shown
+    context = _within(context, budget)
+    _log_injection(ctx, "prompt", context)
     return Reply(context=context)
+
+
+def _within(text: str, budget: int) -> str:
+    """``text`` cut to ``budget`` tokens when it is over (a hint longer than a small budget)."""
+    from memsearch import context_budget as cb
+
+    if len(text) <= budget:  # a token covers at least one character: no need to count
+        return text
+    return cb.clip(text, budget)[0]
 
 
 # --- stop -------------------------------------------------------------------------------------
@@ -349,6 +435,16 @@ def finish_capture(ctx: HookContext, capture: Capture) -> journal.AppendResult:
         ctx.memory_dir, entry, when=ctx.now, title=ctx.platform.title, redactor=redactor
     )
     if result.written:
+        from memsearch import recall_log
+
+        recall_log.record(
+            ctx.config,
+            ctx.collection,
+            "capture",
+            session=ctx.input.session_id,
+            host=ctx.platform.name,
+            env=ctx.env,
+        )
         if source == "extract":
             log("no summariser answered; wrote a plain extract of the turn")
         index_memory(ctx)

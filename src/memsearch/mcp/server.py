@@ -72,8 +72,11 @@ def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
         name="memsearch", version=__version__, instructions=_INSTRUCTIONS, log_level="WARNING"
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    for fn in (tools.search, tools.expand, tools.transcript, tools.stats):
-        server.add_tool(fn, annotations=read_only, structured_output=False)
+    from memsearch.mcp.recall import logged
+
+    for fn in (tools.search, tools.expand, tools.transcript):  # token budget, recall log
+        server.add_tool(logged(fn, tools.scope), annotations=read_only, structured_output=False)
+    server.add_tool(tools.stats, annotations=read_only, structured_output=False)
     server.add_tool(
         tools.remember,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
