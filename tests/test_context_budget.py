@@ -169,15 +169,18 @@ def test_session_start_context_stays_within_its_budget(tmp_path: Path, share: fl
 # --- search, expand and the prompt hint through the real CLI -----------------------------------
 
 
-def _cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *args: str, cwd: Path, stdin: str | None = None, agent: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """``memsearch ARGS``; ``agent``: as a Claude Code Bash command runs it (``CLAUDECODE=1``)."""
     import os
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "MEMSEARCH_", "CODEX_"))}
     return subprocess.run(
         [sys.executable, "-m", "memsearch", *args],
         capture_output=True,
         text=True,
-        env={**env, "MEMSEARCH_NO_WATCH": "1"},
+        env={**env, "MEMSEARCH_NO_WATCH": "1", **({"CLAUDECODE": "1"} if agent else {})},
         cwd=cwd,
         input=stdin,
         timeout=120,
@@ -249,6 +252,18 @@ def test_search_and_expand_output_keep_to_the_recall_budget(indexed: tuple[Path,
     assert cb.count_tokens(section["content"]) <= 200
     assert section["end_line"] - section["start_line"] == section["content"].count("\n")
     assert "tokens of the section left out (context budget)" in expanded.stderr
+
+
+def test_a_person_gets_every_hit_asked_for(indexed: tuple[Path, str]) -> None:
+    """Outside an agent's shell (no session, no host variable) the output is not cut: a person's
+    ``search -k 8 --json-output | jq``, or a script written for the original, gets all 8 hits."""
+    project, collection = indexed
+    _set(project, "context.recall_tokens", "200")
+    args = ("zebra-ledger rollout batch", "--top-k", "8", "--json-output", "--collection", collection)
+    person = _cli("search", *args, cwd=project, agent=False)
+    assert len(json.loads(person.stdout)) == 8 and "left out" not in person.stderr
+    agent = _cli("search", *args, cwd=project)
+    assert len(json.loads(agent.stdout)) == 1 and "left out" in agent.stderr
 
 
 def test_prompt_hint_leaves_out_the_lowest_ranked_hits(indexed: tuple[Path, str]) -> None:

@@ -18,15 +18,37 @@ import click
 if TYPE_CHECKING:
     from memsearch.expand import Expansion
 
-__all__ = ["expanded", "search_results", "transcript_read"]
+__all__ = ["expanded", "for_agent", "search_results", "transcript_read"]
+
+
+#: Variables an agent host sets in the shell its model's commands run in (besides the session
+#: variables of :func:`memsearch.recall_log.caller`): Claude Code's ``CLAUDECODE=1``.
+AGENT_SHELL_VARIABLES = ("CLAUDECODE",)
+
+
+def for_agent(env: Any = None) -> bool:
+    """Whether this command's output goes to an agent's model: a session or host is known
+    (:func:`memsearch.recall_log.caller`), or a host's own shell variable is set.
+
+    Why only then: a person's ``memsearch search -k 20 --json-output | jq`` (or a script written for
+    the original) must get every hit it asked for; the budget is for what lands in a model's
+    context."""
+    from memsearch.recall_log import caller
+
+    env = os.environ if env is None else env
+    return any(caller(env)) or any(env.get(name, "").strip() for name in AGENT_SHELL_VARIABLES)
 
 
 def search_results(cfg: Any, query: str, results: list[dict[str, Any]], store: str) -> list[dict[str, Any]]:
-    """The hits that fit the recall budget, lowest-ranked left out first (a line on stderr says
-    so); the search is logged with the hits shown and their tokens."""
+    """The hits that fit the recall budget when an agent reads them (:func:`for_agent`),
+    lowest-ranked left out first (a line on stderr says so); the search is logged with the hits
+    shown and their tokens."""
     from memsearch import context_budget as cb
     from memsearch import recall_log
 
+    if not for_agent():
+        recall_log.record(cfg, cfg.milvus.collection, "search", via="cli", query=query, hits=len(results))
+        return results
     budget = cfg.context.recall_tokens
     fitted = cb.fit_items(results, budget, render=_rendered)
     kept = fitted.kept
@@ -64,6 +86,9 @@ def expanded(cfg: Any, result: Expansion, store: str) -> Expansion:
     from memsearch import context_budget as cb
     from memsearch import recall_log
 
+    if not for_agent():
+        recall_log.record(cfg, cfg.milvus.collection, "expand", via="cli", chunk=result.chunk_hash[:64])
+        return result
     kept, cut = cb.clip(result.content, cfg.context.recall_tokens)
     if cut:
         more = f"memsearch expand {result.chunk_hash} --lines 5{store}"
