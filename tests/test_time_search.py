@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,3 +219,63 @@ def test_through_the_memory_service_in_the_callers_time_zone(
     finally:
         service.terminate()
         service.wait(timeout=30)
+
+
+def test_recency_half_life_from_the_config_file(uri: str, isolated_env: Path) -> None:
+    (isolated_env / ".memsearch.toml").write_text("[search]\nrecency_half_life = 1\n", encoding="utf-8")
+    proc = memsearch("search", "retry policy", "-j", "-k", "4", "--milvus-uri", uri, env={"TZ": ZONE})
+    assert proc.returncode == 0, proc.stderr
+    hits = json.loads(proc.stdout)
+    assert [h["date"] for h in hits] == sorted((h["date"] for h in hits), reverse=True)  # newest first
+    proc = memsearch("search", "retry policy", "--recency-half-life", "-1", "--milvus-uri", uri)
+    assert proc.returncode == 2 and "-1" in proc.stderr
+
+
+def test_recent_is_a_timeline_read_from_the_markdown(memory: Path, isolated_env: Path) -> None:
+    """No store, no model: the journals of the last days by name, the notes by modification time."""
+    (memory / "2026-01-01.md").write_text("### 10:00\n- long ago\n", encoding="utf-8")
+    with (memory / f"{day(1)}.md").open("a", encoding="utf-8") as fh:
+        fh.write("### 16:45\n<!-- session:abc123 turn:t1 -->\n- Shipped the export fix\n- second bullet\n\n")
+    fresh = memory / "plans.md"
+    fresh.write_text("# Export plans\n\nMove the export to a queue.\n", encoding="utf-8")
+    env = {"TZ": ZONE}
+    proc = memsearch("recent", str(memory), "--days", "3", "-j", env=env)
+    assert proc.returncode == 0, proc.stderr
+    days = json.loads(proc.stdout)
+    assert [d["date"] for d in days] == [str(day(0)), str(day(1))]  # newest first; 10 days ago left out
+    today, yesterday = days
+    assert [e["summary"] for e in yesterday["entries"]] == [
+        "Changed the retry policy to three attempts with jitter.",
+        "Shipped the export fix",
+    ]
+    assert yesterday["entries"][1] | {"source": ""} == {
+        "time": "16:45", "session": "abc123", "summary": "Shipped the export fix", "source": "", "line": 7,
+    }  # fmt: skip
+    assert [n["title"] for n in today["notes"]] == ["Export plans"]
+    assert "retry-notes.md" not in proc.stdout  # changed 40 days ago
+
+    plain = memsearch("recent", str(memory), "--days", "30", env=env)
+    assert plain.returncode == 0, plain.stderr
+    assert f"{day(10)} " in plain.stdout and "[session abc123]" in plain.stdout
+    assert "note: Export plans" in plain.stdout
+
+    # default: the project's memory folder (the plugins' .memsearch/memory at the git root)
+    project = isolated_env / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "sub").mkdir()
+    shutil.copytree(memory, project / ".memsearch" / "memory")
+    proc = memsearch("recent", "--days", "1", cwd=project / "sub", env=env)
+    assert proc.returncode == 0 and "The retry policy now also covers the export job." in proc.stdout
+    assert (
+        memsearch(
+            "recent",
+            "--days",
+            "1",
+            cwd=isolated_env,
+            env={**env, "MEMSEARCH_DIR": str(project / ".memsearch")},
+        ).returncode
+        == 0
+    )
+    missing = memsearch("recent", cwd=isolated_env)
+    assert missing.returncode == 1 and missing.stderr.startswith("Error: no memory folder at ")
+    assert memsearch("recent", str(memory), "--days", "0").returncode == 2

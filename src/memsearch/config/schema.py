@@ -35,6 +35,7 @@ PROJECT_ALLOWED_KEYS: tuple[str, ...] = (
     "indexing.ignore_files",
     "indexing.exclude",
     "watch.debounce_ms",
+    "search.recency_half_life",  # a ranking preference: redirects, leaks and runs nothing
 )
 
 #: Field names whose values are secrets wherever they appear (``embedding.api_key``,
