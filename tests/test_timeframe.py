@@ -9,6 +9,7 @@ import datetime as dt
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,26 @@ def test_today_is_the_local_date_of_tz() -> None:
         assert seen[zone] == dt.datetime.now(ZoneInfo(zone)).date()
     assert seen["Pacific/Kiritimati"] > seen["Pacific/Pago_Pago"]
     assert local_today() == dt.date.today()
+
+
+def test_the_day_of_a_hit_and_its_recency_weight(tmp_path: Path) -> None:
+    from memsearch.time_search import hit_day, recency_weight, sources_in_window
+
+    journal = tmp_path / "2026-11-24.md"
+    journal.write_text("### 09:10\n- x\n", encoding="utf-8")
+    note = tmp_path / "note.md"
+    note.write_text("# n\n", encoding="utf-8")
+    noon = dt.datetime(2026, 10, 15, 12).timestamp()
+    os.utime(note, (noon, noon))
+    assert hit_day({"source": str(journal), "heading": "09:10"}) == (d("2026-11-24"), "09:10")
+    assert hit_day({"source": str(journal), "heading": "Session 14:00"}) == (d("2026-11-24"), "14:00")
+    assert hit_day({"source": str(note), "heading": "n"}) == (d("2026-10-15"), "")
+    assert hit_day({"source": str(tmp_path / "gone.md"), "heading": ""}) == (None, "")
+    sources = [str(journal), str(note), str(tmp_path / "gone.md")]
+    assert sources_in_window(sources, Window(d("2026-11-01"), None)) == [str(journal)]
+    assert sources_in_window(sources, Window(None, d("2026-10-15"))) == [str(note)]
+    assert sources_in_window(sources, Window(d("2026-10-16"), d("2026-11-23"))) == []
+    assert recency_weight(d("2026-12-02"), TODAY, 7) == 1.0
+    assert recency_weight(d("2026-11-25"), TODAY, 7) == 0.5
+    assert recency_weight(d("2026-11-18"), TODAY, 7) == 0.25
+    assert recency_weight(None, TODAY, 7) == 1.0 and recency_weight(d("2027-01-01"), TODAY, 7) == 1.0

@@ -185,7 +185,6 @@ _WEEKDAY_ABBR = {
 }
 _ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _UNITS = {"day": "d", "days": "d", "week": "w", "weeks": "w", "month": "m", "months": "m"}
-_ZH_UNITS = {"天": "d", "日": "d", "周": "w", "星期": "w", "礼拜": "w", "月": "m"}
 
 _N_EN = r"(\d{1,4}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _N_ZH = r"(\d{1,4}|[零〇一二两三四五六七八九十]{1,3})"
