@@ -207,3 +207,28 @@ def test_the_day_of_a_hit_and_its_recency_weight(tmp_path: Path) -> None:
     assert recency_weight(d("2026-11-25"), TODAY, 7) == 0.5
     assert recency_weight(d("2026-11-18"), TODAY, 7) == 0.25
     assert recency_weight(None, TODAY, 7) == 1.0 and recency_weight(d("2027-01-01"), TODAY, 7) == 1.0
+
+
+def test_the_service_is_sent_time_arguments_only_when_they_matter() -> None:
+    """A plain search is the request it always was (a service of an older install answers it);
+    days cross as the caller's ISO days."""
+    from memsearch.service.client import _time_args
+
+    assert _time_args("redis connection timeout", None, None, True, None, None) == {}
+    assert _time_args("redis connection timeout", None, None, False, None, None) == {}
+    assert _time_args("what broke yesterday", None, None, True, None, TODAY) == {
+        "time_phrases": True,
+        "today": "2026-12-02",
+    }
+    assert _time_args("what broke yesterday", None, None, False, None, TODAY)["time_phrases"] is False
+    assert _time_args("x", "7d", dt.datetime(2026, 12, 1, 8), True, 0, TODAY) == {
+        "since": "2026-11-25",
+        "until": "2026-12-01",
+        "today": "2026-12-02",
+    }
+    assert _time_args("x", None, None, True, 14.0, TODAY) == {
+        "recency_half_life": 14.0,
+        "today": "2026-12-02",
+    }
+    with pytest.raises(InvalidDateError):
+        _time_args("x", "someday", None, True, None, TODAY)

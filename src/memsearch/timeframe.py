@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -299,19 +300,38 @@ def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])" if ascii_only else pattern, re.IGNORECASE)
 
 
-#: (compiled pattern, rule): every phrase a query may hold, "since X" forms included.
-_RULES: list[tuple[re.Pattern[str], Rule]] = [(_compile(p), r) for p, r in _POINTS]
-_RULES += [(_compile(rf"since\s+(?:{p})"), _since(r)) for p, r in _POINTS if p.isascii()]
-_RULES += [
-    (_compile(rf"(?:自从|自|从)(?:{p})(?:以来|开始|起)?"), _since(r)) for p, r in _POINTS if not p.isascii()
-]
-_RULES += [(_compile(rf"(?:{p})以来"), _since(r)) for p, r in _POINTS if not p.isascii()]
+@functools.cache
+def _rules() -> list[tuple[re.Pattern[str], Rule]]:
+    """(compiled pattern, rule): every phrase a query may hold, "since X" forms included. Compiled
+    on first need (~30 ms): a query without any of :data:`_CUES` never needs them."""
+    zh = [(p, r) for p, r in _POINTS if not p.isascii()]
+    rules = [(_compile(p), r) for p, r in _POINTS]
+    rules += [(_compile(rf"since\s+(?:{p})"), _since(r)) for p, r in _POINTS if p.isascii()]
+    rules += [(_compile(rf"(?:自从|自|从)(?:{p})(?:以来|开始|起)?"), _since(r)) for p, r in zh]
+    rules += [(_compile(rf"(?:{p})以来"), _since(r)) for p, r in zh]
+    return rules
+
+
+#: Every phrase of the table holds one of these (lowercase) or a digit: a query with none of them
+#: holds no phrase, and the table is not compiled for it (most queries; a routed search is ~80 ms).
+_CUES = (
+    "today", "tonight", "morning", "yesterday", "night", "week", "month", "ago", "since", "day",
+    *(name.lower()[:3] for name in calendar.month_name if name),
+    "今", "昨", "前", "周", "星期", "礼拜", "月", "天", "日", "以来",
+)  # fmt: skip
+
+
+def _may_hold_phrase(text: str) -> bool:
+    lowered = text.lower()
+    return any(ch.isdigit() for ch in lowered) or any(cue in lowered for cue in _CUES)
 
 
 def _find(text: str, today: dt.date) -> tuple[re.Match[str], Window] | None:
     """The longest time phrase in ``text`` (the leftmost of equals) and its window."""
     best: tuple[re.Match[str], Window] | None = None
-    for pattern, rule in _RULES:
+    if not _may_hold_phrase(text):
+        return None
+    for pattern, rule in _rules():
         for match in pattern.finditer(text):
             if best is not None and (len(match[0]), -match.start()) <= (len(best[0][0]), -best[0].start()):
                 continue
@@ -339,10 +359,15 @@ def resolve_query(query: str, today: dt.date | None = None) -> tuple[str, Window
     return (text if text.strip() else query), Window(window.since, window.until, phrase)
 
 
-_RELATIVE = re.compile(r"^(\d{1,5})\s*([dwmy])$", re.IGNORECASE)
-_ISO = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
-_DAY_MONTH = re.compile(rf"^(\d{{1,2}})\s+{_MON}(?:,?\s+(\d{{4}}))?$", re.IGNORECASE)
-_WEEKDAY_ONLY = re.compile(r"^(?:last\s+)?([a-z]+)$", re.IGNORECASE)
+@functools.cache
+def _forms() -> tuple[re.Pattern[str], ...]:
+    """The fixed forms of a ``--since``/``--until`` value (compiled when one is first parsed)."""
+    return (
+        re.compile(r"^(\d{1,5})\s*([dwmy])$", re.IGNORECASE),  # 7d, 2w, 3m, 1y
+        re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$"),  # 2026-11-03, 2026/11/3
+        re.compile(rf"^(\d{{1,2}})\s+{_MON}(?:,?\s+(\d{{4}}))?$", re.IGNORECASE),  # 3 Nov 2026
+        re.compile(r"^(?:last\s+)?([a-z]+)$", re.IGNORECASE),  # monday, last fri
+    )
 
 
 def parse_day(
@@ -367,26 +392,27 @@ def parse_day(
 
 
 def _parse_text(text: str, today: dt.date, end: bool) -> dt.date:
-    iso = _ISO.match(text)
+    relative_form, iso_form, day_month_form, weekday_form = _forms()
+    iso = iso_form.match(text)
     if iso:
         return dt.date(int(iso[1]), int(iso[2]), int(iso[3]))
-    relative = _RELATIVE.match(text)
+    relative = relative_form.match(text)
     if relative:
         n, unit = int(relative[1]), relative[2].lower()
         if unit in ("m", "y"):
             return _shift_months(today, n * (12 if unit == "y" else 1))
         return today - dt.timedelta(days=n * (7 if unit == "w" else 1))
-    day_month = _DAY_MONTH.match(text)
+    day_month = day_month_form.match(text)
     if day_month:
         given = int(day_month[3]) if day_month[3] else None
         return _recent_date(today, _MONTHS[day_month[2].lower()], int(day_month[1]), given)
-    weekday = _WEEKDAY_ONLY.match(text)
+    weekday = weekday_form.match(text)
     if weekday and weekday[1].lower() in _WEEKDAY_ABBR:
         return _weekday(today, _WEEKDAY_ABBR[weekday[1].lower()], text.lower().startswith("last"))
     month = _MONTHS.get(text.lower())
     if month is not None:  # "--since october": the month's first day (--until: its last)
         return _end(_recent_month(today, month), end)
-    for pattern, rule in _RULES:
+    for pattern, rule in _rules():
         match = pattern.fullmatch(text)
         if match:
             return _end(rule(match, today), end)
