@@ -65,8 +65,8 @@ def test_set_project(isolated_env: Path) -> None:
         (
             ("nosuch.key", "x"),
             "Error: Unknown config section: nosuch. Hint: Valid sections: milvus, embedding, "
-            "compact, chunking, indexing, watch, service, reranker, llm, prompts, plugins, redact, context, "
-            "telemetry\n",
+            "compact, chunking, indexing, watch, service, reranker, search, llm, prompts, plugins, redact, "
+            "context, telemetry\n",
         ),
         (
             ("milvus.host", "x"),
@@ -87,7 +87,7 @@ def test_set_project(isolated_env: Path) -> None:
             "Error: Project config cannot set trusted key 'milvus.uri'; use global config or an explicit "
             "CLI flag instead. Hint: A project file may set only: milvus.collection, embedding.batch_size, "
             "chunking.max_chunk_size, chunking.overlap_lines, indexing.ignore_files, indexing.exclude, "
-            "watch.debounce_ms.\n",
+            "watch.debounce_ms, search.recency_half_life.\n",
         ),
     ],
 )

@@ -245,6 +245,30 @@ def test_prompt_submit_auto_injects_the_best_hits(hk: HookEnv) -> None:
     assert f"--collection {collection}" in context
 
 
+def test_prompt_recall_reads_no_time_phrase_in_a_prompt(hk: HookEnv) -> None:
+    """A prompt is not a search query: its "today" limits the recalled notes to no day."""
+    import datetime as dt
+
+    hk.copy_memory()
+    today = hk.memory_dir / f"{dt.date.today().isoformat()}.md"
+    today.write_text(
+        "### 09:00\n- Cleaned up the attic cupboard and sorted the winter boots.\n", encoding="utf-8"
+    )
+    collection = hk.collection()
+    indexed = hk.memsearch("index", str(hk.memory_dir), "--collection", collection)
+    assert indexed.returncode == 0, indexed.stderr
+    for key, value in (("auto_inject", "true"), ("top_k", "2")):
+        assert (
+            hk.memsearch("config", "set", f"plugins.claude-code.prompt_recall.{key}", value).returncode == 0
+        )
+    prompt = "which PDF renderer version did we pin? I need it today"
+    stdin = json.dumps({"prompt": prompt, "cwd": str(hk.project)})
+    context = hook_json(hk.hook("claude-code", "prompt-submit", stdin))["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    assert "weasyprint" in context.lower()  # today's journal alone (the window) holds no renderer
+
+
 def test_the_recalled_expand_command_works_as_printed_from_another_folder(hk: HookEnv) -> None:
     """The recall text tells the model how to expand a hit; copied as printed, with a hit's hash,
     it must reach this project's store, also when ``milvus.uri`` is a relative path (resolved in

@@ -292,9 +292,11 @@ def memory_contained(ctx: HookContext) -> bool:
 
 
 def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, Any]]:
-    """Search this project's collection, through the memory service when one runs."""
+    """Search this project's collection, through the memory service when one runs. The query is a
+    user's prompt, not words chosen for a search: a "today" in "let's finish this today" is no
+    window, so time phrases are not read (the recall skill's own searches read them)."""
     with open_project_memory(ctx) as memory:
-        return memory.run(memory.search(query, top_k=top_k))
+        return memory.run(memory.search(query, top_k=top_k, time_phrases=False))
 
 
 def store_flags(ctx: HookContext) -> str:

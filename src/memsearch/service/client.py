@@ -10,6 +10,7 @@ us before it sends anything.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import socket
 import stat
@@ -388,6 +389,37 @@ def describe_service(uri: str) -> str:
     return f"Memory service: running (pid {info.get('pid', '?')}, {how}{until})"
 
 
+def _time_args(
+    query: str,
+    since: str | dt.date | None,
+    until: str | dt.date | None,
+    time_phrases: bool,
+    recency_half_life: float | None,
+    today: str | dt.date | None,
+) -> dict[str, Any]:
+    """A search's time arguments as the service takes them. The days are the caller's: relative
+    forms and phrases resolve against its local date (its ``TZ``), and a date or datetime crosses
+    the socket as an ISO day. Only what changes the answer is sent, so a plain search is the same
+    request as before these arguments existed (a service of an older install still answers it)."""
+    from memsearch.timeframe import local_today, parse_day, resolve_query
+
+    args: dict[str, Any] = {}
+    day = parse_day(today) if today is not None else local_today()
+    if since is not None or until is not None:
+        if since is not None:
+            args["since"] = parse_day(since, day).isoformat()
+        if until is not None:
+            args["until"] = parse_day(until, day, end=True).isoformat()
+        args["today"] = day.isoformat()
+    elif resolve_query(query, day)[1] is not None:  # the query holds a phrase
+        args["time_phrases"] = time_phrases
+        args["today"] = day.isoformat()
+    if recency_half_life:
+        args["recency_half_life"] = recency_half_life
+        args["today"] = day.isoformat()
+    return args
+
+
 class ServiceMemory(Memory):
     """The :class:`~memsearch.interface.Memory` the store's memory service answers.
 
@@ -410,10 +442,21 @@ class ServiceMemory(Memory):
         return drive(coro)
 
     async def search(
-        self, query: str, *, top_k: int = 10, source_prefix: str | None = None
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        source_prefix: str | None = None,
+        since: str | dt.date | None = None,
+        until: str | dt.date | None = None,
+        time_phrases: bool = True,
+        recency_half_life: float | None = None,
+        today: str | dt.date | None = None,
     ) -> list[dict[str, Any]]:
         prefix = str(Path(source_prefix).expanduser().resolve()) if source_prefix else None
-        result: list[dict[str, Any]] = self._call("search", query=query, top_k=top_k, source_prefix=prefix)
+        args: dict[str, Any] = {"query": query, "top_k": top_k, "source_prefix": prefix}
+        args.update(_time_args(query, since, until, time_phrases, recency_half_life, today))
+        result: list[dict[str, Any]] = self._call("search", **args)
         return result
 
     async def index_with_report(
