@@ -8,6 +8,7 @@ the embedding model are created on first use, so an ``index`` of an unchanged fo
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import sys
 import threading
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("memsearch")
 T = TypeVar("T")
-
-#: Hybrid candidates per final result handed to the reranker.
-RERANK_FACTOR = 3
 
 
 class MemSearch(Memory):
@@ -429,66 +427,56 @@ class MemSearch(Memory):
 
     @_at_owner
     async def search(
-        self, query: str, *, top_k: int = 10, source_prefix: str | None = None
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        source_prefix: str | None = None,
+        since: str | dt.date | None = None,
+        until: str | dt.date | None = None,
+        time_phrases: bool = True,
+        recency_half_life: float | None = None,
+        today: str | dt.date | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid search (dense + BM25, fused by weighted RRF); results sorted by descending score.
 
         The fusion leans towards BM25 for CJK queries and towards the dense leg otherwise
-        (``store.hybrid_weights``); rank 1 in both lists still scores 1.0.
+        (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. With a reranker model,
+        ``3 x top_k`` hybrid candidates are rescored by it and the best ``top_k`` kept.
 
-        With a reranker model configured, ``3 x top_k`` hybrid candidates are rescored by the
-        reranker (a local cross-encoder, or the remote Jev model for ``jev:<model>``) and the best
-        ``top_k`` kept (scores become its probabilities).
+        Time (``memsearch.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
+        ``"2026-11-03"``, ``"7d"``, ``"yesterday"``, ``"昨天"``, ...) keep hits of those days only;
+        without them a time phrase in the query ("last week", "上周") is taken out of the text and
+        gives the window (``time_phrases=False``: the query is searched as written). A phrase's
+        window that holds nothing gives the unfiltered hits. ``recency_half_life`` (days) weighs
+        each score by ``0.5 ** (age / half_life)``. With a window or a half-life, each hit has
+        ``date`` (and a journal entry's ``time``); with a window, ``window`` and ``in_window``.
+        ``today`` (default: the local date) is the day phrases are resolved against.
         """
-        import asyncio
+        from memsearch.time_search import timed_search
 
-        from memsearch.store import hybrid_weights, source_prefix_filter
-
-        if top_k < 1:
-            from memsearch.errors import ConfigValueError
-
-            raise ConfigValueError(f"top_k must be at least 1 (got {top_k})")
-        filter_expr = ""
-        if source_prefix:
-            prefix = str(Path(source_prefix).expanduser().resolve())
-            filter_expr = source_prefix_filter(prefix)
-        embedder = self.embedder
-        fetch_k = top_k * RERANK_FACTOR if self._reranker_model else top_k
-
-        def lexical() -> tuple[MilvusStore, list[Any]]:
-            store = self._search_store()
-            return store, store.search_leg("sparse", query, top_k=fetch_k, filter_expr=filter_expr)
-
-        leg_hits: dict[str, list[Any]] = {}
-        if self._store is None:
-            # A cold start (one CLI search): open the store (Milvus Lite start, jieba) and run the
-            # BM25 leg, which needs no vector, on a worker thread while the model loads and embeds
-            # the query; the model's work releases the GIL, so the two overlap on 2 cores. Once
-            # both are loaded, the same overlap measured no faster (GIL hand-offs eat the gain).
-            release = not self._keep_model
-            await asyncio.to_thread(embedder.prepare)  # a first run's model files, before the store
-            vectors, (store, leg_hits["sparse"]) = await asyncio.gather(
-                _embed_query(embedder, query, release), asyncio.to_thread(lexical)
-            )
-            if self._embedder is not embedder:  # the store settled another model (_settle_model)
-                vectors = await _embed_query(self.embedder, query, release)
-        else:
-            vectors = await _embed_query(embedder, query, not self._keep_model)
-            store = self._search_store()
-        # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place).
-        results: list[dict[str, Any]] = store.search(
-            vectors[0],
-            query_text=query,
-            top_k=fetch_k,
-            filter_expr=filter_expr,
-            weights=hybrid_weights(query),
-            leg_hits=leg_hits,
+        return await timed_search(
+            self,
+            query,
+            top_k=top_k,
+            source_prefix=source_prefix,
+            since=since,
+            until=until,
+            time_phrases=time_phrases,
+            recency_half_life=recency_half_life,
+            today=today,
         )
-        if self._reranker_model and results:
-            from memsearch.reranker import rerank_async
 
-            results = await rerank_async(query, results, model_name=self._reranker_model, top_k=top_k)
-        return results[:top_k]
+    def _indexed_sources(self) -> set[str]:
+        """Every file the store holds chunks of (the candidates of a window of days)."""
+        return self._search_store().indexed_sources()
+
+    async def _hybrid(self, query: str, *, top_k: int, filter_expr: str = "") -> list[dict[str, Any]]:
+        """The hybrid search of ``query`` among the chunks ``filter_expr`` selects (reranked when a
+        reranker model is set): ``memsearch.hybrid_search``."""
+        from memsearch.hybrid_search import hybrid
+
+        return await hybrid(self, query, top_k=top_k, filter_expr=filter_expr)
 
     @_at_owner
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
@@ -569,13 +557,6 @@ class MemSearch(Memory):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-async def _embed_query(embedder: EmbeddingProvider, query: str, release: bool) -> list[list[float]]:
-    vectors = await embedder.embed_query([query])
-    if release:
-        embedder.release_model()
-    return vectors
 
 
 #: The operations whose ServiceMemory method is a coroutine.

@@ -33,6 +33,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
         IndexingError
         IndexingFailedError
         InvalidChunkHashError (ValueError)
+        InvalidDateError (ValueError) [exit 2]
         InvalidExpandOptionError (ValueError)
         LLMError
             EmptySummaryError
@@ -241,6 +242,12 @@ class ConfirmationNeededError(MemSearchError):
 
 class EmptyQueryError(MemSearchError, ValueError):
     """``search`` was given nothing to search for (every chunk would match equally: noise)."""
+
+    exit_code = 2
+
+
+class InvalidDateError(MemSearchError, ValueError):
+    """A ``--since``/``--until`` value (or ``since``/``until`` argument) names no day."""
 
     exit_code = 2
 

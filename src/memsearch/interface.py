@@ -16,6 +16,7 @@ Standard library only: the service client imports this module, and it must stay 
 
 from __future__ import annotations
 
+import datetime as dt
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine
 from pathlib import Path
@@ -53,9 +54,19 @@ class Memory(ChunkSource):
 
     @abstractmethod
     async def search(
-        self, query: str, *, top_k: int = 10, source_prefix: str | None = None
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        source_prefix: str | None = None,
+        since: str | dt.date | None = None,
+        until: str | dt.date | None = None,
+        time_phrases: bool = True,
+        recency_half_life: float | None = None,
+        today: str | dt.date | None = None,
     ) -> list[dict[str, Any]]:
-        """Hybrid search; results sorted by descending score."""
+        """Hybrid search; results sorted by descending score. The time arguments are
+        ``MemSearch.search``'s (a window of days, the query's time phrase, recency)."""
 
     @abstractmethod
     async def index_with_report(

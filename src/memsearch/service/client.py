@@ -10,6 +10,7 @@ us before it sends anything.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import socket
 import stat
@@ -410,10 +411,34 @@ class ServiceMemory(Memory):
         return drive(coro)
 
     async def search(
-        self, query: str, *, top_k: int = 10, source_prefix: str | None = None
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        source_prefix: str | None = None,
+        since: str | dt.date | None = None,
+        until: str | dt.date | None = None,
+        time_phrases: bool = True,
+        recency_half_life: float | None = None,
+        today: str | dt.date | None = None,
     ) -> list[dict[str, Any]]:
         prefix = str(Path(source_prefix).expanduser().resolve()) if source_prefix else None
-        result: list[dict[str, Any]] = self._call("search", query=query, top_k=top_k, source_prefix=prefix)
+        args: dict[str, Any] = {"query": query, "top_k": top_k, "source_prefix": prefix}
+        if since is not None or until is not None or time_phrases or recency_half_life:
+            # Days are the caller's: relative forms and phrases resolve against its local date
+            # (its TZ), and a date or datetime crosses the socket as an ISO day.
+            from memsearch.timeframe import local_today, parse_day
+
+            day = parse_day(today) if today is not None else local_today()
+            args["today"] = day.isoformat()
+            if since is not None:
+                args["since"] = parse_day(since, day).isoformat()
+            if until is not None:
+                args["until"] = parse_day(until, day, end=True).isoformat()
+            args["time_phrases"] = time_phrases
+            if recency_half_life is not None:
+                args["recency_half_life"] = recency_half_life
+        result: list[dict[str, Any]] = self._call("search", **args)
         return result
 
     async def index_with_report(

@@ -20,8 +20,13 @@ if TYPE_CHECKING:
 Op = Callable[["MemSearch", dict[str, Any]], Coroutine[Any, Any, Any]]
 
 
+#: The optional arguments of ``search`` passed through as they came (checked by ``protocol.ARGS``).
+_SEARCH_OPTIONS = ("source_prefix", "since", "until", "today", "time_phrases", "recency_half_life")
+
+
 async def _search(ms: MemSearch, args: dict[str, Any]) -> Any:
-    return await ms.search(args["query"], top_k=args["top_k"], source_prefix=args.get("source_prefix"))
+    options = {name: args[name] for name in _SEARCH_OPTIONS if name in args}
+    return await ms.search(args["query"], top_k=args["top_k"], **options)
 
 
 async def _expand(ms: MemSearch, args: dict[str, Any]) -> Any:

@@ -161,7 +161,17 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "ping": {},
     "count": {"missing_ok": ((bool,), False)},
     "reset": {},
-    "search": {"query": ((str,), True), "top_k": ((int,), True), "source_prefix": ((str, type(None)), False)},
+    "search": {
+        "query": ((str,), True),
+        "top_k": ((int,), True),
+        "source_prefix": ((str, type(None)), False),
+        # days as ISO dates, resolved in the caller's time zone (``ServiceMemory.search``)
+        "since": ((str, type(None)), False),
+        "until": ((str, type(None)), False),
+        "today": ((str, type(None)), False),
+        "time_phrases": ((bool,), False),
+        "recency_half_life": ((int, float, type(None)), False),
+    },
     "expand": {
         "chunk_hash": ((str,), True),
         "section": ((bool,), False),
