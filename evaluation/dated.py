@@ -18,8 +18,9 @@ What it is (built by :func:`build_dated`, a pure function of ``today``):
   are put on their days oldest first, so the story reads in order. The gold of a time-scoped
   question is the one turn in its window; the other versions are the distractors.
 - Plain questions (no time phrase) have as gold every version of the topic: all of them answer
-  "what is our retry policy", and the check is that time-aware search does not lose them. Four
-  of them contain words that look like time but are not ("may", "second", 日志, 周期).
+  "what is our retry policy", and the check is that time-aware search does not lose them. Six
+  of them contain words that look like time but are not a date ("may", "second", 日志, 周期, the
+  Sunday maintenance window, the Monday meeting 周一早会).
 - Two day-summary questions ("what did we work on the day before yesterday?") whose gold is every
   turn of that day; no topic is put on that day.
 
@@ -296,9 +297,9 @@ def build_dated(today: dt.date) -> tuple[BuiltSet, dict[str, Window]]:
             windows[qid] = slot.window
         every = tuple(gold_of[("topic", topic.key, v)] for v in range(len(topic.versions)))
         plain_q.append(Query(f"{topic.key}-plain", topic.plain, f"plain-{topic.lang}", every))
-    for key, lang, text in TRAPS:
+    for n, (key, lang, text) in enumerate(TRAPS, 1):
         every = tuple(gold_of[("topic", key, v)] for v in range(len(by_key[key].versions)))
-        plain_q.append(Query(f"{key}-trap", text, f"plain-{lang}", every))
+        plain_q.append(Query(f"{key}-trap{n}", text, f"plain-{lang}", every))
     summary = [t.gold for t in p.turns[p.summary_day] if t.gold is not None]
     for lang, template in DAY_SUMMARY.items():
         qid = f"day-summary-{lang}"

@@ -343,13 +343,17 @@ TOPICS: tuple[Topic, ...] = (
     ),
 )
 
-#: Plain questions whose words look like time phrases but are not (a modal "may", an ordinal
-#: "second", 日 in 日志, 周 in 周期): time-aware search must leave them alone. (topic key, question)
+#: Plain questions whose words look like time but are not (a modal "may", an ordinal
+#: "second", 日 in 日志, 周 in 周期) or name a weekday that recurs (the Sunday maintenance
+#: window, the Monday meeting) rather than a date: time-aware search must leave them alone.
+#: (topic key, language, question)
 TRAPS: tuple[tuple[str, str, str], ...] = (
     ("backup", "en", "What may make the database backups fail?"),
     ("migration", "en", "Why was DB migration 0042 split into a second step?"),
+    ("migration", "en", "Do DB migrations run in the Sunday night maintenance window?"),
     ("alerts", "zh", "告警日志里 CPU 阈值是多少？"),
     ("staging", "zh", "测试环境的重置周期是多久？"),
+    ("oncall", "zh", "值班交接是在周一早会上做吗？"),
 )
 
 #: Day-summary questions: the day before yesterday holds only unrelated chatter; the gold is all of it.
