@@ -65,7 +65,7 @@ def test_set_project(isolated_env: Path) -> None:
         (
             ("nosuch.key", "x"),
             "Error: Unknown config section: nosuch. Hint: Valid sections: milvus, embedding, "
-            "compact, chunking, indexing, watch, service, reranker, llm, prompts, plugins, redact\n",
+            "compact, chunking, indexing, watch, service, reranker, search, llm, prompts, plugins, redact\n",
         ),
         (
             ("milvus.host", "x"),
@@ -86,7 +86,7 @@ def test_set_project(isolated_env: Path) -> None:
             "Error: Project config cannot set trusted key 'milvus.uri'; use global config or an explicit "
             "CLI flag instead. Hint: A project file may set only: milvus.collection, embedding.batch_size, "
             "chunking.max_chunk_size, chunking.overlap_lines, indexing.ignore_files, indexing.exclude, "
-            "watch.debounce_ms.\n",
+            "watch.debounce_ms, search.recency_half_life.\n",
         ),
     ],
 )

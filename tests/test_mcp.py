@@ -90,8 +90,17 @@ async def test_tools_listed_and_search_then_expand(isolated_env: Path) -> None:
         assert not error, text
         assert "Redis connection pool" in text and "Source: .memsearch/memory/2026-11-30.md" in text
 
-        error, text = await call(client, "search", {"query": "checkout", "date_from": "2026-12-01"})
+        error, text = await call(client, "search", {"query": "checkout", "since": "2026-12-01"})
         assert not error and "No memory matches" in text
+        # the engine's window: the journal's day, its entry's time; relative forms too
+        error, text = await call(
+            client, "search", {"query": "checkout", "since": "2026-11-30", "until": "2026-11-30", "top_k": 1}
+        )
+        assert not error and "2026-11-30.md" in text and "| 2026-11-30 10:00 |" in text, text
+        error, text = await call(client, "search", {"query": "checkout", "until": "2026-11-29"})
+        assert not error and "No memory matches" in text
+        error, text = await call(client, "search", {"query": "checkout", "since": "someday"})
+        assert error and "Error: not a day: 'someday'" in text and "YYYY-MM-DD" in text
 
         error, text = await call(client, "stats", {})
         assert not error and f"Collection: {derive_collection(project)}" in text
@@ -130,7 +139,8 @@ async def test_bad_inputs_are_error_results_and_the_server_goes_on(isolated_env:
         ("search", {"query": "x", "top_k": "many"}),
         ("search", {"query": "x" * 10_000_000}),
         ("search", {"query": "x", "top_k": 10**9}),
-        ("search", {"query": "x", "date_from": "2026-02-31"}),
+        ("search", {"query": "x", "since": "2026-02-31"}),
+        ("search", {"query": "x", "since": "x" * 41}),
         ("expand", {"chunk_hash": "../../etc/passwd"}),
         ("expand", {"chunk_hash": "0123456789abcdef"}),
         ("transcript", {"path": str(outside)}),

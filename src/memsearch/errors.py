@@ -42,6 +42,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             UnknownLLMProviderError (ValueError)
         MaintenanceError
             MemoryCommandRefusedError (ValueError)
+        MemoryFolderNotFoundError (FileNotFoundError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
         PrivatePathError
@@ -244,6 +245,10 @@ class EmptyQueryError(MemSearchError, ValueError):
     """``search`` was given nothing to search for (every chunk would match equally: noise)."""
 
     exit_code = 2
+
+
+class MemoryFolderNotFoundError(MemSearchError, FileNotFoundError):
+    """``recent`` found no memory folder to read (none given, none in this project)."""
 
 
 class InvalidDateError(MemSearchError, ValueError):

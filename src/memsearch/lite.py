@@ -355,6 +355,17 @@ class LiteClient:
         )
         return hits
 
+    @_engine_call
+    def distinct(self, name: str, field: str) -> set[Any] | None:
+        """The distinct values of ``field`` among the live rows, from the search snapshot's arrays
+        (None when it does not apply: the caller queries)."""
+        collection = self._collection(name)
+        try:
+            return self._searcher(name, collection).distinct(field)
+        except Exception:  # a case the fast path misjudged: the engine's query answers
+            logger.debug("lite_search distinct failed; the engine queries", exc_info=True)
+            return None
+
     def _searcher(self, name: str, collection: Any) -> LiteSearcher:
         """The fast search path of collection ``name`` (one per name: a dropped and recreated
         collection is a new object, and replaces the old one's cache)."""

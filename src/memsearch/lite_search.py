@@ -175,6 +175,28 @@ class LiteSearcher:
                 self._snapshot = snap
             return snap
 
+    def distinct(self, field: str) -> set[Any] | None:
+        """The distinct values of a scalar ``field`` among the live rows (None: not answerable
+        here, the engine's query answers). One Arrow ``unique`` per segment: under a millisecond for
+        thousands of files, where the engine's query of every row took ~0.5 s (a window of days
+        needs the indexed files on every search: ``memsearch.time_search``)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        snap = self._current()
+        if snap is None:
+            return None
+        values: set[Any] = set()
+        for seg in snap.segments:
+            table = seg.segment.table
+            if table is None or len(table) == 0 or field not in table.column_names:
+                continue
+            column = table.column(field)
+            if not seg.all_live:
+                column = pc.filter(column, pa.array(seg.live))
+            values.update(pc.unique(column).to_pylist())
+        return values
+
     @staticmethod
     def _live_segments(segments: Sequence[Any], delta: Any) -> list[_Segment]:
         """Each non-empty segment with its live-row mask: the newest version of each key across

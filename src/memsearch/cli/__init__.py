@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("memsearch.cli.index_cmd:index", "Index markdown files from PATHS."),
     "search": ("memsearch.cli.search_cmd:search", "Search indexed memory for QUERY."),
     "expand": ("memsearch.cli.expand_cmd:expand", "Show the full section around a chunk."),
+    "recent": ("memsearch.cli.recent_cmd:recent", "Show what memory gained in the last days, as a timeline."),
     "stats": ("memsearch.cli.stats_cmd:stats", "Show statistics about the index."),
     "reset": ("memsearch.cli.stats_cmd:reset", "Drop all indexed data."),
     "config": ("memsearch.cli.config_cmd:config", "Manage memsearch configuration."),

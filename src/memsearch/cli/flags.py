@@ -35,6 +35,7 @@ FLAG_KEYS: dict[str, str] = {
     "max_chunk_size": "chunking.max_chunk_size",
     "debounce_ms": "watch.debounce_ms",
     "reranker_model": "reranker.model",
+    "recency_half_life": "search.recency_half_life",
 }
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memsearch.cli.options import common_options, echo_json, resolve, store_flags
 from memsearch.cli.render import shown
 from memsearch.service import MAX_TOP_K  # the service refuses more (a huge top_k cost gigabytes)
+
+if TYPE_CHECKING:
+    from memsearch.timeframe import Window
 
 #: Plain output shows this many characters of a chunk, then points at ``expand``. Every hit shows its
 #: chunk hash (a ``Chunk:`` line after the original's ``Source:`` and ``Heading:``), short ones too.
@@ -37,6 +40,26 @@ def _words(_ctx: click.Context, _param: click.Parameter, query: str) -> str:
     help=f"Number of results (at most {MAX_TOP_K}).",
 )
 @click.option("--source-prefix", default=None, help="Only results from files under this path.")
+@click.option(
+    "--since",
+    default=None,
+    metavar="DAY",
+    help="Only hits of this day or later: 2026-11-03, 7d, 2w, yesterday, last monday, 昨天, 三天前.",
+)
+@click.option("--until", default=None, metavar="DAY", help="Only hits of this day or earlier (same forms).")
+@click.option(
+    "--time-phrases/--no-time-phrases",
+    default=True,
+    show_default=True,
+    help="Read a time phrase in QUERY ('last week', '上周') as a window of days (and search without it).",
+)
+@click.option(
+    "--recency-half-life",
+    type=click.FloatRange(min=0, max=36_500),
+    default=None,
+    metavar="DAYS",
+    help="Weigh each score by 0.5^(age/DAYS): newer memory first (search.recency_half_life; 0 = off).",
+)
 @common_options
 @click.option(
     "--reranker-model",
@@ -44,18 +67,48 @@ def _words(_ctx: click.Context, _param: click.Parameter, query: str) -> str:
     help="Reranker: a cross-encoder model, or jev:<model> for the remote Jev API ('' disables).",
 )
 @click.option("--json-output", "-j", is_flag=True, help="Print results as JSON.")
-def search(query: str, top_k: int, source_prefix: str | None, json_output: bool, **flags: Any) -> None:
+def search(
+    query: str,
+    top_k: int,
+    source_prefix: str | None,
+    since: str | None,
+    until: str | None,
+    time_phrases: bool,
+    json_output: bool,
+    **flags: Any,
+) -> None:
     """Search indexed memory for QUERY.
+
+    A time phrase in QUERY ("last week", "yesterday", "in October", "上周", "三天前") limits the
+    hits to its days and is left out of the words searched; --since/--until set the days instead.
 
     \b
     Example:
       memsearch search "redis connection timeout" --top-k 3
       memsearch search "订单导出失败" --source-prefix ./memory --json-output
+      memsearch search "what did we decide last week about retries"
+      memsearch search "retry policy" --since 2026-11-01 --until 2026-11-30
     """
     from memsearch.memory import open_memory
+    from memsearch.timeframe import search_window
 
-    with open_memory(resolve(flags), start=True, keep_model=False) as memory:
-        results = memory.run(memory.search(query, top_k=top_k, source_prefix=source_prefix))
+    cfg = resolve(flags)
+    text, window = search_window(query, since, until, time_phrases=time_phrases)  # bad days: Error
+    half_life = cfg.search.recency_half_life or None
+    with open_memory(cfg, start=True, keep_model=False) as memory:
+        results = memory.run(
+            memory.search(
+                query,
+                top_k=top_k,
+                source_prefix=source_prefix,
+                since=since,
+                until=until,
+                time_phrases=time_phrases,
+                recency_half_life=half_life,
+            )
+        )
+    if window is not None:
+        _say_window(text, window, results)
     if json_output:
         echo_json(results)
         return
@@ -68,6 +121,8 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
         if r.get("heading"):
             click.echo(f"Heading: {shown(r['heading'])}")
         click.echo(f"Chunk: {r['chunk_hash']}")  # for `memsearch expand`, short hits too
+        if r.get("date"):
+            click.echo(f"Date: {r['date']}" + (f" {r['time']}" if r.get("time") else ""))
         content = r["content"]
         if len(content) > PREVIEW_CHARS:
             click.echo(content[:PREVIEW_CHARS])
@@ -75,3 +130,13 @@ def search(query: str, top_k: int, source_prefix: str | None, json_output: bool,
             click.echo(f"  ... [truncated, run '{expand}' for full content]")
         else:
             click.echo(content)
+
+
+def _say_window(text: str, window: Window, results: list[dict[str, Any]]) -> None:
+    """The days searched, on stderr (stdout keeps the original's shapes: the JSON list, the hits)."""
+    where = f"{window}" + (
+        f' (from "{shown(window.phrase)}"; searched for "{shown(text)}")' if window.phrase else ""
+    )
+    click.echo(f"Time window: {where}", err=True)
+    if window.phrase and results and not any(r.get("in_window") for r in results):
+        click.echo("Nothing indexed in that window: hits of any day.", err=True)

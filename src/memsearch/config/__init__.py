@@ -94,6 +94,7 @@ from memsearch.config.schema import (
     PluginSummarizeConfig,
     PromptsConfig,
     RerankerConfig,
+    SearchConfig,
     ServiceConfig,
     WatchConfig,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "PluginsConfig",
     "PromptsConfig",
     "RerankerConfig",
+    "SearchConfig",
     "ServiceConfig",
     "WatchConfig",
     "config_to_dict",

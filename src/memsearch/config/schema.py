@@ -35,6 +35,7 @@ PROJECT_ALLOWED_KEYS: tuple[str, ...] = (
     "indexing.ignore_files",
     "indexing.exclude",
     "watch.debounce_ms",
+    "search.recency_half_life",  # a ranking preference: redirects, leaks and runs nothing
 )
 
 #: Field names whose values are secrets wherever they appear (``embedding.api_key``,
@@ -74,6 +75,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "min_interval_hours": (0, 87_600),  # ten years
     "min_occurrences": (1, 1_000_000),
     "top_k": (1, 1_000),
+    "recency_half_life": (0, 36_500),  # a hundred years
     "idle_timeout": (1, 31_536_000),  # one year
     "max_on_demand": (1, 1_000),
     "MEMSEARCH_SERVICE_TIMEOUT": (0.01, 86_400),
@@ -183,6 +185,14 @@ class RerankerConfig:
     """Cross-encoder reranker; an empty ``model`` disables reranking."""
 
     model: str = ""
+
+
+@dataclass
+class SearchConfig:
+    """How ``search`` ranks: ``recency_half_life`` (days; 0 = off) multiplies each fused score by
+    ``0.5 ** (age / half_life)`` (``memsearch.time_search``)."""
+
+    recency_half_life: float = 0.0
 
 
 @dataclass
@@ -340,6 +350,7 @@ class MemSearchConfig:
     watch: WatchConfig = field(default_factory=WatchConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
     reranker: RerankerConfig = field(default_factory=RerankerConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     prompts: PromptsConfig = field(default_factory=PromptsConfig)
     plugins: PluginsConfig = field(default_factory=PluginsConfig)

@@ -12,7 +12,6 @@ turns it (and a schema violation) into an error result, so a bad call never ends
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import threading
 from collections.abc import Callable
@@ -36,13 +35,13 @@ __all__ = ["MemoryTools"]
 T = TypeVar("T")
 
 _TURN = r"^[A-Za-z0-9._:-]+$"
-_DATE = r"^\d{4}-\d{2}-\d{2}$"
-#: The most hits a date-filtered search fetches before filtering (the service's own cap is 1000).
-_DATE_FETCH = 500
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many hits (default 5).")]
-Day = Annotated[str | None, Field(pattern=_DATE, description="YYYY-MM-DD, inclusive.")]
+Day = Annotated[
+    str | None,
+    Field(max_length=40, description="Inclusive day: YYYY-MM-DD, 7d, yesterday, last monday, 昨天."),
+]
 ChunkHash = Annotated[
     str, Field(pattern=r"^[0-9a-fA-F]{8,64}$", description="A hit's chunk hash, from search.")
 ]
@@ -100,23 +99,29 @@ class MemoryTools:
         source_prefix: Annotated[
             str | None, Field(max_length=MAX_PATH_CHARS, description="Only files under this path.")
         ] = None,
-        date_from: Day = None,
-        date_to: Day = None,
+        since: Day = None,
+        until: Day = None,
     ) -> str:
         """Search this project's long-term memory (past sessions' journals and notes) by meaning
         and keywords. Use it before answering questions about earlier work, decisions, bugs,
         preferences or anything "we did before". Returns short snippets with a chunk hash each;
-        call expand with a hash to read the full section. date_from/date_to keep only journal
-        entries of those days."""
+        call expand with a hash to read the full section. A time phrase in the query ("last
+        week", "yesterday", "上周") limits the hits to those days; since/until set them instead."""
         prefix = self._prefix(source_prefix)
-        first, last = _day(date_from), _day(date_to)
-        dated = first is not None or last is not None
-        fetch = min(max(top_k * 10, 50), _DATE_FETCH) if dated else top_k
         memory = self.memory
-        hits = await self._call(lambda: memory.run(memory.search(query, top_k=fetch, source_prefix=prefix)))
-        if dated:
-            hits = [h for h in hits if _in_range(_hit_day(h["source"]), first, last)]
-        hits = hits[:top_k]
+        half_life = self.scope.config.search.recency_half_life or None
+        hits = await self._call(
+            lambda: memory.run(
+                memory.search(
+                    query,
+                    top_k=top_k,
+                    source_prefix=prefix,
+                    since=since,
+                    until=until,
+                    recency_half_life=half_life,
+                )
+            )
+        )
         if not hits:
             return "No memory matches. Try other words, a wider date range, or no source_prefix."
         return self._render_hits(hits)
@@ -281,7 +286,7 @@ class MemoryTools:
         shown = 0
         for i, hit in enumerate(hits, 1):
             source = self.shown(hit["source"])
-            day = _hit_day(hit["source"])
+            day = " ".join(str(hit.get(k) or "") for k in ("date", "time")).strip() or _hit_day(hit["source"])
             meta = f"[{i}] {source}:{hit.get('start_line', '?')}-{hit.get('end_line', '?')}"
             meta += f" | {day}" if day else ""
             meta += f" | score {hit['score']:.3f} | chunk_hash {hit['chunk_hash']}"
@@ -299,26 +304,7 @@ class MemoryTools:
         return "\n".join(parts)
 
 
-def _day(value: str | None) -> dt.date | None:
-    if value is None:
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise ToolError(f"Error: not a date: {value!r} (use YYYY-MM-DD)") from None
-
-
 def _hit_day(source: str) -> str:
     """The day of a journal hit (its file name), "" for any other file."""
     name = os.path.basename(source)
     return name[:-3] if DAY_FILE_RE.match(name) else ""
-
-
-def _in_range(day: str, first: dt.date | None, last: dt.date | None) -> bool:
-    if not day:
-        return False
-    try:
-        when = dt.date.fromisoformat(day)
-    except ValueError:
-        return False
-    return (first is None or when >= first) and (last is None or when <= last)

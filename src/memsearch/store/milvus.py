@@ -533,7 +533,13 @@ class MilvusStore:
         return dict(Counter(row["source"] for row in self._iter_rows('chunk_hash != ""', ["source"])))
 
     def indexed_sources(self) -> set[str]:
-        """Every source file that has at least one chunk."""
+        """Every source file that has at least one chunk (on Milvus Lite from the search snapshot's
+        arrays when it is flushed: ``LiteSearcher.distinct``)."""
+        self._require_collection()
+        if hasattr(self._client, "distinct"):
+            fast = self._call("distinct", self._collection, "source")
+            if fast is not None:
+                return {str(source) for source in fast}
         return set(self.sources_with_counts())
 
     def count(self) -> int:
