@@ -21,7 +21,7 @@ from pathlib import Path
 from evaluation.builders import SETS, SourceMissingError, ensure_set
 from evaluation.dataset import Dataset
 from evaluation.dated_report import render_dated
-from evaluation.dated_run import run_dated
+from evaluation.dated_run import StaleSetError, run_dated
 from evaluation.metrics import compare
 from evaluation.report import category_table, comparison_table, overall_table
 from evaluation.runner import Harness, IndexConfig, RunConfig, RunResult
@@ -233,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         harness = Harness(cached, provider, Path(workdir))
         try:
             results = asyncio.run(evaluate(datasets, configs, harness, args.provider, args.model))
+        except StaleSetError as exc:
+            print(f"Error: {exc}. Hint: run again (the set is rebuilt for the new day)", file=sys.stderr)
+            return 2
         finally:
             harness.close()
     _log(f"evaluation finished in {time.perf_counter() - started:.0f} s")

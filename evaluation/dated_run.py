@@ -36,6 +36,11 @@ RECENCY = "time-aware + recency"
 RECENCY_PARAMS: dict[str, float] = {"recency_half_life": 30.0}
 
 
+class StaleSetError(RuntimeError):
+    """The set was built for another day (midnight passed since): its time phrases would resolve
+    against a different today than the one its gold windows were computed for."""
+
+
 @dataclass(frozen=True)
 class DatedConfig:
     name: str
@@ -65,9 +70,7 @@ async def run_dated(
 
     built_for = _built_for(dataset)
     if built_for != dt.date.today():
-        raise RuntimeError(
-            f"{dataset.name} was built for {built_for}, today is {dt.date.today()}: rebuild it"
-        )
+        raise StaleSetError(f"{dataset.name} was built for {built_for}, but today is {dt.date.today()}")
     ms = MemSearch(
         [str(dataset.corpus)],
         embedding_provider=provider,

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 
 from evaluation import builders, dated
 from evaluation.dated import SPAN_DAYS, Window, build_dated, phrase, plan, window
-from evaluation.dated_run import PLAIN, TIME_AWARE, _span, dated_configs, run_dated
+from evaluation.dated_run import PLAIN, TIME_AWARE, StaleSetError, _span, dated_configs, run_dated
 from evaluation.dated_topics import FILLERS, TOPICS
 
 D = dt.date
@@ -206,3 +206,13 @@ async def test_a_run_through_memsearch(tmp_path: Path) -> None:
     if len(results) > 1:  # time-aware search present: it must find the day's entry more often
         aware = results[1]
         assert aware.summary["time-en"]["recall@1"] > plain.summary["time-en"]["recall@1"]
+
+
+async def test_a_set_built_for_another_day_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = builders.SETS["dated-journals"]
+    monkeypatch.setitem(builders.SETS, spec.name, dataclasses.replace(spec, stamp=lambda: "2020-01-01"))
+    data = builders.ensure_set(spec.name, tmp_path / "cache")
+    with pytest.raises(StaleSetError, match="built for 2020-01-01"):
+        await run_dated(data, tmp_path / "work", provider="hash")
