@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["hit_day", "recency_weight", "sources_in_window", "timed_search"]
 
 #: Above this many files in a window, filter after the search instead (see the module docstring).
-MAX_IN_FILTER = 2000
+MAX_IN_FILTER = 1000
 #: Hits fetched per wanted hit when the window is applied after the search (the store's cap is 1000).
 OVER_FETCH = 20
 MAX_FETCH = 1000
@@ -69,9 +69,25 @@ def hit_day(hit: dict[str, Any]) -> tuple[dt.date | None, str]:
 
 
 def sources_in_window(sources: Iterable[str], window: Window) -> list[str]:
-    """The files among ``sources`` whose day falls in ``window`` (journals by name; others by
-    ``stat``, only when a non-journal file is there to date)."""
-    return sorted(s for s in sources if window.contains(source_day(s)))
+    """The files among ``sources`` whose day falls in ``window``: journals by name (ISO days
+    compare as strings), other files by one ``stat`` against the window's local midnights."""
+    first = window.since.isoformat() if window.since else ""
+    last = window.until.isoformat() if window.until else "9999-99-99"
+    start, end = window.timestamps()
+    kept = []
+    for source in sources:
+        name = os.path.basename(source)
+        if DAY_FILE_RE.match(name):
+            if first <= name[:10] <= last:
+                kept.append(source)
+            continue
+        try:
+            mtime = os.stat(source).st_mtime
+        except OSError:
+            continue  # gone: nothing dates it
+        if (start is None or mtime >= start) and (end is None or mtime < end):
+            kept.append(source)
+    return sorted(kept)
 
 
 def recency_weight(day: dt.date | None, today: dt.date, half_life: float) -> float:
