@@ -72,7 +72,8 @@ soak: $(VENV)/.installed
 compat: $(VENV)/.installed-dev
 	$(BIN)/python -m evaluation.compat
 
-## Retrieval quality (evaluation/README.md): builds the sets from installed packages, prints the tables.
+## Retrieval quality (evaluation/README.md): builds the sets from installed packages (and the
+## generated dated-journals set), prints the tables.
 EVAL_DEBS := debian-faq git-doc manpages-zh
 eval: $(VENV)/.installed
 	@missing=""; for p in $(EVAL_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

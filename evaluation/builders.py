@@ -19,12 +19,16 @@ The sets (the README says why each one is there):
 - ``cri-persona`` (PyPI package ``cri-benchmark``, MIT): a 289-day persona chat rendered as daily
   memory journals in memsearch's journal format; queries come from the package's ground truth
   (fact changes, contradicting statements, signal messages) and the gold is the messages it names.
+- ``dated-journals`` (our own text, :mod:`evaluation.dated`): 100 days of journals up to today where
+  topics recur with different decisions; time-scoped and plain questions. Rebuilt when the day
+  changes; evaluated through ``MemSearch`` itself (:mod:`evaluation.dated_run`).
 
 Parsers are pure functions of the text, so tests feed them small synthetic inputs.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import hashlib
 import importlib.util
@@ -634,6 +638,21 @@ def _build_manpages() -> BuiltSet:
     return build_manpages_zh(pages)
 
 
+def _dated_sources() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    return [here / "dated.py", here / "dated_topics.py"]
+
+
+def _today() -> str:
+    return dt.date.today().isoformat()
+
+
+def _build_dated() -> BuiltSet:
+    from evaluation.dated import build_dated
+
+    return build_dated(dt.date.today())[0]
+
+
 def _build_cri() -> BuiltSet:
     folder = cri_dataset_dir()
     lines = (folder / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
@@ -651,6 +670,11 @@ class SetSpec:
     sources: Callable[[], list[Path]]
     build: Callable[[], BuiltSet]
     origin: str
+    #: Anything besides the sources that decides the set (the date, for the dated journals).
+    stamp: Callable[[], str] = str
+    #: "store": the configuration rows of ``python -m evaluation``; "memsearch": the set is
+    #: evaluated through ``MemSearch`` itself (``evaluation.dated_run``).
+    runner: str = "store"
 
 
 SETS: dict[str, SetSpec] = {
@@ -660,14 +684,23 @@ SETS: dict[str, SetSpec] = {
         SetSpec("gitfaq", "en", _gitfaq_sources, _build_gitfaq, "Debian package git-doc"),
         SetSpec("manpages-zh", "zh", _man_sources, _build_manpages, "Debian package manpages-zh"),
         SetSpec("cri-persona", "en", _cri_sources, _build_cri, "PyPI package cri-benchmark (MIT)"),
+        SetSpec(
+            "dated-journals",
+            "en+zh",
+            _dated_sources,
+            _build_dated,
+            "synthetic, evaluation/dated.py",
+            stamp=_today,
+            runner="memsearch",
+        ),
     )
 }
 
 META_FILE = "meta.json"
 
 
-def _fingerprint(paths: Iterable[Path]) -> str:
-    digest = hashlib.sha256(f"builder-{BUILDER_VERSION}".encode())
+def _fingerprint(paths: Iterable[Path], stamp: str = "") -> str:
+    digest = hashlib.sha256(f"builder-{BUILDER_VERSION}\0{stamp}".encode())
     for path in paths:
         stat = path.stat()
         digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
@@ -693,7 +726,7 @@ def ensure_set(name: str, cache_dir: Path) -> Dataset:
     """The set called ``name``, built into ``cache_dir/sets/<name>`` unless the cache is current."""
     spec = SETS[name]
     root = cache_dir / "sets" / name
-    fingerprint = _fingerprint(spec.sources())
+    fingerprint = _fingerprint(spec.sources(), spec.stamp())
     meta_path = root / META_FILE
     try:
         current = json.loads(meta_path.read_text(encoding="utf-8")).get("fingerprint") == fingerprint
@@ -706,6 +739,7 @@ def ensure_set(name: str, cache_dir: Path) -> Dataset:
             "origin": spec.origin,
             "files": len(built.files),
             "queries": len(built.queries),
+            "stamp": spec.stamp(),
         }
         write_set(built, root, meta)
     return load_dataset(root, name)
