@@ -227,7 +227,7 @@ _POINTS: list[tuple[str, Rule]] = [
     (r"(?:last|previous)\s+month", lambda m, t: _months_back(t, 1)),
     (r"(?:the\s+)?past\s+month", lambda m, t: _last_days(t, 30)),
     (rf"last\s+{_WD}", lambda m, t: _day(_weekday(t, _WEEKDAYS[m.group(1).lower()], True))),
-    (rf"(?:on\s+|this\s+)?{_WD}", lambda m, t: _day(_weekday(t, _WEEKDAYS[m.group(1).lower()], False))),
+    (rf"this\s+{_WD}", lambda m, t: _day(_weekday(t, _WEEKDAYS[m.group(1).lower()], False))),
     (rf"{_N_EN}\s+(days?|weeks?|months?)\s+ago", lambda m, t: _ago(t, _number(m[1]), _UNITS[m[2].lower()])),
     (
         rf"(?:(?:in|during|over)\s+)?(?:the\s+)?(?:past|last|previous)\s+{_N_EN}\s+(days|weeks|months)",
@@ -250,12 +250,10 @@ _POINTS: list[tuple[str, Rule]] = [
     (r"前天", lambda m, t: _day(t - dt.timedelta(days=2))),
     (r"昨天|昨日|昨晚", lambda m, t: _day(t - dt.timedelta(days=1))),
     (r"今天|今日|今晚|今早", lambda m, t: _day(t)),
+    (rf"上上(?:个)?{_ZH_WEEK}([一二三四五六日天])?", lambda m, t: _zh_week(t, 2, m[1])),
     (rf"上(?:个)?{_ZH_WEEK}([一二三四五六日天])?", lambda m, t: _zh_week(t, 1, m[1])),
     (rf"(?:本|这个?){_ZH_WEEK}([一二三四五六日天])?", lambda m, t: _zh_week(t, 0, m[1])),
-    (
-        rf"(?<![上本这个]){_ZH_WEEK}([一二三四五六日天])",
-        lambda m, t: _day(_weekday(t, _ZH_WEEKDAYS[m[1]], False)),
-    ),
+    (r"上上个?月", lambda m, t: _months_back(t, 2)),
     (r"上个?月", lambda m, t: _months_back(t, 1)),
     (r"本月|这个?月", lambda m, t: _months_back(t, 0)),
     (rf"{_N_ZH}(天|日)前", lambda m, t: _ago(t, _number(m[1]), "d")),
@@ -269,6 +267,18 @@ _POINTS: list[tuple[str, Rule]] = [
         lambda m, t: _day(_recent_date(t, _number(m[2]), _number(m[3]), int(m[1]) if m[1] else None)),
     ),
     (rf"(?:(\d{{4}})年)?{_N_ZH}月份?(?![\d日号])", lambda m, t: _zh_month(t, m[2], m[1])),
+]
+
+
+#: A weekday alone ("Monday", "周一") is read only after "since"/"自"/"从": on its own it names a day
+#: that recurs as often as a date ("the Sunday maintenance window", "周一早会"), and a wrong window
+#: hides the answer, while a missed one only leaves the search unfiltered.
+_SINCE_ONLY: list[tuple[str, Rule]] = [
+    (rf"(?:last\s+)?{_WD}", lambda m, t: _day(_weekday(t, _WEEKDAYS[m.group(1).lower()], False))),
+    (
+        rf"(?<![上本这个]){_ZH_WEEK}([一二三四五六日天])",
+        lambda m, t: _day(_weekday(t, _ZH_WEEKDAYS[m[1]], False)),
+    ),
 ]
 
 
@@ -304,9 +314,10 @@ def _compile(pattern: str) -> re.Pattern[str]:
 def _rules() -> list[tuple[re.Pattern[str], Rule]]:
     """(compiled pattern, rule): every phrase a query may hold, "since X" forms included. Compiled
     on first need (~30 ms): a query without any of :data:`_CUES` never needs them."""
-    zh = [(p, r) for p, r in _POINTS if not p.isascii()]
+    points = _POINTS + _SINCE_ONLY
+    zh = [(p, r) for p, r in points if not p.isascii()]
     rules = [(_compile(p), r) for p, r in _POINTS]
-    rules += [(_compile(rf"since\s+(?:{p})"), _since(r)) for p, r in _POINTS if p.isascii()]
+    rules += [(_compile(rf"since\s+(?:{p})"), _since(r)) for p, r in points if p.isascii()]
     rules += [(_compile(rf"(?:自从|自|从)(?:{p})(?:以来|开始|起)?"), _since(r)) for p, r in zh]
     rules += [(_compile(rf"(?:{p})以来"), _since(r)) for p, r in zh]
     return rules
@@ -352,7 +363,10 @@ def resolve_query(query: str, today: dt.date | None = None) -> tuple[str, Window
     if found is None:
         return query, None
     match, window = found
-    text = query[: match.start()] + " " + query[match.end() :]
+    rest = query[match.end() :]
+    if not match[0].isascii():  # "本月的告警": the 的 belongs to the phrase, not to what is searched
+        rest = re.sub(r"^\s*的", "", rest)
+    text = query[: match.start()] + " " + rest
     text = " ".join(text.split())
     text = re.sub(r"\s+([?.!,;:，。？！；：])", r"\1", text).strip(" ,;:，；：")
     phrase = " ".join(match[0].split())
@@ -407,13 +421,14 @@ def _parse_text(text: str, today: dt.date, end: bool) -> dt.date:
         given = int(day_month[3]) if day_month[3] else None
         return _recent_date(today, _MONTHS[day_month[2].lower()], int(day_month[1]), given)
     weekday = weekday_form.match(text)
-    if weekday and weekday[1].lower() in _WEEKDAY_ABBR:
-        return _weekday(today, _WEEKDAY_ABBR[weekday[1].lower()], text.lower().startswith("last"))
+    number = _WEEKDAY_ABBR.get(weekday[1].lower(), _WEEKDAYS.get(weekday[1].lower())) if weekday else None
+    if number is not None:
+        return _weekday(today, number, text.lower().startswith("last"))
     month = _MONTHS.get(text.lower())
     if month is not None:  # "--since october": the month's first day (--until: its last)
         return _end(_recent_month(today, month), end)
-    for pattern, rule in _rules():
-        match = pattern.fullmatch(text)
+    for pattern, rule in [*_rules(), *((_compile(p), r) for p, r in _SINCE_ONLY)]:
+        match = pattern.fullmatch(text)  # a value is all date: "周一" names a day here
         if match:
             return _end(rule(match, today), end)
     raise ValueError(text)
