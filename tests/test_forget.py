@@ -265,6 +265,8 @@ def test_previews_never_show_a_secret(world: World) -> None:
 
 @pytest.mark.parametrize("stage", ["locked", "committed", "applied"])
 def test_a_forget_killed_at_any_stage_ends_before_or_after_never_half(world: World, stage: str) -> None:
+    rows = _s1_rows(world)
+    keys = [hashlib.sha256(clean_content_for_embedding(r["content"]).encode()).hexdigest() for r in rows]
     proc = subprocess.Popen(
         [sys.executable, "-m", "memsearch", "forget", "--session", S1, "--yes", "--milvus-uri", world.uri],
         stdout=subprocess.PIPE,
@@ -278,12 +280,15 @@ def test_a_forget_killed_at_any_stage_ends_before_or_after_never_half(world: Wor
     if stage == "applied":  # one file done, one not: the half a crash may leave on disk
         assert world.state().startswith("HALF")
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()
     world.index()  # completes a committed forget, then indexes
     expected = "before" if stage == "locked" else "after"
     assert world.state() == expected
     assert world.found("marmalade") is (expected == "before")
     assert world.found("zebrafish") is (expected == "before")
+    for r in rows:  # the index and the cache follow the markdown
+        assert (world.run("expand", r["chunk_hash"]).returncode == 0) is (expected == "before")
+    assert len(_cached(keys)) == (3 if expected == "before" else 0)
     assert not list((Path(os.environ["HOME"]) / ".memsearch" / "forget").glob("*.json"))
 
 
@@ -301,7 +306,7 @@ def test_forgets_killed_at_random_times_never_leave_half(world: World) -> None:
         proc = world.forget("--session", S1, "--yes")
         time.sleep(rng.uniform(0.3, duration))
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.communicate()
         world.index()
         state = world.state()
         assert state in ("before", "after"), state
