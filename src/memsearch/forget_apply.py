@@ -13,7 +13,7 @@ The markdown files are the truth; the Milvus rows, the embedding cache, the inde
    without entries, the file removed). An edit applies only while the file's first bytes, up to
    the last line removed, hash as they did when planned: appends (all journal writers do) keep
    that, an applied edit does not, so applying twice is harmless. A writer that waited for the lock
-   sees the name now holds another file and appends to the new one (``journal._replaced``).
+   sees the name now holds another file and appends to the new one (``files.replaced``).
 4. **Finish**: delete the cache entries (``secure_delete`` on, WAL checkpointed, so the vectors'
    bytes leave the cache files), drop the transcripts no remaining anchor names from the written
    record, drop the files from the manifest, reindex them (through the store's owner: the memory
@@ -182,8 +182,7 @@ def _apply_held(edit: FileEdit, fh: IO[bytes]) -> str:
 def _locked(path: Path) -> Iterator[IO[bytes] | None]:
     """The file ``path`` open and locked as the journal writers lock it (None when it is gone);
     when it was renamed over while we waited, the new file is opened and locked instead."""
-    from memsearch.files import exclusive, open_own
-    from memsearch.journal import _replaced
+    from memsearch.files import exclusive, open_own, replaced
 
     while True:
         try:
@@ -192,7 +191,7 @@ def _locked(path: Path) -> Iterator[IO[bytes] | None]:
             yield None
             return
         with os.fdopen(fd, "r+b") as fh, exclusive(fh):
-            if _replaced(path, fh.fileno()):
+            if replaced(path, fh.fileno()):
                 continue
             yield fh
             return

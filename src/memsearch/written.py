@@ -20,7 +20,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from memsearch.files import exclusive
+from memsearch.files import exclusive, replaced
 
 __all__ = [
     "forget_transcripts",
@@ -74,7 +74,7 @@ def _append(path: Path, lines: list[str]) -> None:
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "r+b") as fh, exclusive(fh):
-            if _replaced(path, fh.fileno()):
+            if replaced(path, fh.fileno()):
                 continue  # rewritten by forget_transcripts while we waited: append to the new one
             fh.seek(0)
             have = set(fh.read(_MAX_RECORD_BYTES).decode("utf-8", errors="surrogateescape").splitlines())
@@ -82,12 +82,6 @@ def _append(path: Path, lines: list[str]) -> None:
             if new:
                 fh.write(("\n".join(new) + "\n").encode("utf-8", errors="surrogateescape"))
             return
-
-
-def _replaced(path: Path, fd: int) -> bool:
-    from memsearch.journal import _replaced as replaced
-
-    return replaced(path, fd)
 
 
 def _remove(path: Path, lines: set[str]) -> None:
@@ -101,7 +95,7 @@ def _remove(path: Path, lines: set[str]) -> None:
         except FileNotFoundError:
             return
         with os.fdopen(fd, "r+b") as fh, exclusive(fh):
-            if _replaced(path, fh.fileno()):
+            if replaced(path, fh.fileno()):
                 continue
             have = fh.read(_MAX_RECORD_BYTES).decode("utf-8", errors="surrogateescape").splitlines()
             kept = [line for line in have if line not in lines]
