@@ -235,6 +235,11 @@ def test_forget_by_chunk_hash_entry_and_dry_run(world: World) -> None:
     day1 = world.day1.read_text()
     assert "## Session 11:00" not in day1 and "## Session 09:00" in day1  # its emptied heading went too
 
+    anchor = f"<!-- session:{S1} turn:t3 transcript:{world.transcripts}/s1.jsonl -->"
+    proc = world.run("forget", "--anchor", anchor, "-y")  # an anchor as the journal has it
+    assert proc.returncode == 0, proc.stderr
+    assert not world.day2.exists() and not world.found("marmalade") and world.found("zebrafish")
+
     nothing = world.run("forget", "--session", "no-such-session", "-y")
     assert nothing.returncode == 1
     assert nothing.stderr.startswith("Error: nothing matches") and len(nothing.stderr.splitlines()) == 1

@@ -421,6 +421,12 @@ class MemSearch(Memory):
 
         return self.store.query(filter_expr=source_prefix_filter(source) if source else "")
 
+    @_at_owner
+    def remove_file(self, path: str | Path) -> dict[str, int]:
+        """Delete the chunks of one file and drop it from the manifest, whether or not it still
+        exists (``memsearch forget`` of a journal it removed); chunks removed per source."""
+        return self._indexer(self._paths).remove(path)
+
     def forget_manifest(self) -> None:
         """Drop the no-change manifest of this store (after ``reset``)."""
         self._manifest_file().unlink(missing_ok=True)

@@ -16,9 +16,10 @@ The markdown files are the truth; the Milvus rows, the embedding cache, the inde
    sees the name now holds another file and appends to the new one (``files.replaced``).
 4. **Finish**: delete the cache entries (``secure_delete`` on, WAL checkpointed, so the vectors'
    bytes leave the cache files), drop the transcripts no remaining anchor names from the written
-   record, drop the files from the manifest, reindex them (through the store's owner: the memory
-   service when one runs), delete the cache entries once more (a watcher may have embedded the old
-   text meanwhile), and remove the intent record.
+   record, drop the files from the manifest, reindex the changed ones and delete the rows of the
+   removed ones (through the store's owner: the memory service when one runs), delete the cache
+   entries once more (a watcher may have embedded the old text meanwhile), and remove the intent
+   record.
 
 A process killed anywhere leaves the intent record or nothing. :func:`recover`, which ``forget``
 and ``index`` run first, completes every record it finds: steps 3 and 4 again, each harmless when
@@ -36,7 +37,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from memsearch.forget import (
     Block,
@@ -51,6 +52,7 @@ from memsearch.forget import (
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
+    from memsearch.core import MemSearch
     from memsearch.interface import Memory
     from memsearch.redact import Redactor
 
@@ -372,16 +374,20 @@ def _drop_from_manifest(cfg: MemSearchConfig, sources: Sequence[str]) -> None:
 
 
 def _reindex(cfg: MemSearchConfig, edits: Sequence[FileEdit]) -> int:
-    """Reindex the changed files (a journal's folder, so a removed journal's rows go too)."""
+    """Bring the index in line with the edited files, through the store's owner: a removed
+    journal's chunks are deleted, a changed file that was indexed is indexed again (stale chunks
+    replaced; a file that was never indexed stays out)."""
     from memsearch.memory import open_memory
 
-    paths = sorted({str(Path(e.path).parent) if e.journal else e.path for e in edits})
-    paths = [p for p in paths if Path(p).exists()]
-    if not paths:
-        return 0
-    with open_memory(cfg, paths, keep_model=False) as memory:
-        report = memory.run(memory.index_with_report())
-    return report.indexed_chunks
+    embedded = 0
+    with open_memory(cfg, keep_model=False) as opened:
+        memory = cast("MemSearch", opened)
+        for edit in edits:
+            if not Path(edit.path).exists():
+                memory.remove_file(edit.path)
+            elif _stored_contents(memory, Path(edit.path)):
+                embedded += memory.run(memory.index_file(edit.path))
+    return embedded
 
 
 def recover(cfg: MemSearchConfig) -> int:

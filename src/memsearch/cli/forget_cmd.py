@@ -28,6 +28,12 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     "--turn", default=None, help="Forget the journal entry of this turn (with --session: of that session)."
 )
 @click.option(
+    "--anchor",
+    default=None,
+    help="Forget the journal entries whose anchor has every field of this one "
+    "(e.g. '<!-- session:abc turn:t1 -->').",
+)
+@click.option(
     "--query", "-q", default=None, help="Forget what a search for this text finds (the same hybrid search)."
 )
 @click.option(
@@ -52,6 +58,7 @@ def forget(
     chunk_hashes: tuple[str, ...],
     session: str | None,
     turn: str | None,
+    anchor: str | None,
     query: str | None,
     top_k: int,
     memory_dirs: tuple[str, ...],
@@ -61,8 +68,9 @@ def forget(
 ) -> None:
     """Forget memory: remove it from the markdown files, the index and the embedding cache.
 
-    Name what to forget by CHUNK_HASH (the `Chunk:` line of `memsearch search`), by --session
-    and/or --turn (a journal entry's anchor), or by --query; several selectors add up. What will go
+    Name what to forget by CHUNK_HASH (the `Chunk:` line of `memsearch search`), by --session,
+    --turn or --anchor (a journal entry's anchor; given together, an entry must match all), or by
+    --query; several selectors add up. What will go
     is listed (file, lines, heading, a preview with secrets replaced) and confirmed first. A journal
     entry goes whole; a hand-written note loses the chunk's lines. All of it is removed, or nothing.
 
@@ -76,11 +84,22 @@ def forget(
     from memsearch.errors import ForgetTargetError, NothingToForgetError
     from memsearch.memory import open_memory
 
-    if not (chunk_hashes or session or turn or query):
+    if not (chunk_hashes or session or turn or anchor or query):
         raise ForgetTargetError(
             "nothing named to forget",
-            hint="give a CHUNK_HASH, --session, --turn or --query (see `memsearch forget --help`)",
+            hint="give a CHUNK_HASH, --session, --turn, --anchor or --query (see `memsearch forget --help`)",
         )
+    fields: dict[str, str] = {k: v for k, v in (("session", session), ("turn", turn)) if v}
+    if anchor is not None:
+        from memsearch.journal import parse_anchor_fields
+
+        parsed = parse_anchor_fields(anchor if "<!--" in anchor else f"<!-- {anchor} -->")
+        if not parsed:
+            raise ForgetTargetError(
+                "the --anchor has no key:value fields",
+                hint="copy the anchor comment, e.g. '<!-- session:abc turn:t1 -->'",
+            )
+        fields.update(parsed)
     if query is not None and not query.strip():
         raise ForgetTargetError(
             "the --query is empty", hint='give words to search for, e.g. --query "timeout"'
@@ -95,7 +114,7 @@ def forget(
         if recovered:
             click.echo(f"Completed {plural(recovered, 'interrupted forget')}.")
         redactors = (index_redactor, preview_redactor)
-        blocks = _select(memory, cfg, chunk_hashes, session, turn, query, top_k, memory_dirs, redactors)
+        blocks = _select(memory, cfg, chunk_hashes, fields, query, top_k, memory_dirs, redactors)
         if not blocks:
             raise NothingToForgetError(
                 "nothing matches: no memory was forgotten",
@@ -119,8 +138,7 @@ def _select(
     memory: MemSearch,
     cfg: MemSearchConfig,
     chunk_hashes: Sequence[str],
-    session: str | None,
-    turn: str | None,
+    match: dict[str, str],
     query: str | None,
     top_k: int,
     memory_dirs: Sequence[str],
@@ -140,8 +158,7 @@ def _select(
 
     for chunk_hash in chunk_hashes:
         found += of_row(memory.get_chunk(chunk_hash))
-    if session or turn:
-        match = {k: v for k, v in (("session", session), ("turn", turn)) if v}
+    if match:
         dirs = [str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])]
         found += blocks_for_entries(dirs, match, preview_redactor)
     if query:
