@@ -40,9 +40,9 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     "--top-k",
     "-k",
     type=click.IntRange(min=1, max=MAX_TOP_K),
-    default=5,
+    default=1,
     show_default=True,
-    help="With --query: how many hits to forget.",
+    help="With --query: how many hits to forget (a hybrid search always ranks something: read the list).",
 )
 @click.option(
     "--memory-dir",
