@@ -419,6 +419,11 @@ class MemSearch(Memory):
 
         return self.store.query(filter_expr=source_prefix_filter(source) if source else "")
 
+    @_at_owner
+    def remove_file(self, path: str | Path) -> dict[str, int]:
+        """Delete one file's chunks (it may be gone: ``forget``), drop it from the manifest; per source."""
+        return self._indexer(self._paths).remove(path)
+
     def forget_manifest(self) -> None:
         """Drop the no-change manifest of this store (after ``reset``)."""
         self._manifest_file().unlink(missing_ok=True)
@@ -507,11 +512,9 @@ class MemSearch(Memory):
 
     @_at_owner
     def reset(self) -> None:
-        """Drop the collection and forget the manifest; the markdown files are untouched.
-
-        Works on a damaged Milvus Lite collection too (the way out that StoreDamagedError's hint
-        names): the collection is then dropped without reading it.
-        """
+        """Drop the collection and forget the manifest; the markdown files are untouched. Works on a
+        damaged Milvus Lite collection too (StoreDamagedError's hint names this way out): the
+        collection is then dropped without reading it."""
         from memsearch.errors import StoreDamagedError
 
         try:
@@ -529,15 +532,13 @@ class MemSearch(Memory):
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store and the embedding provider's connections (both reopen on next use); a
-        store this process owned for this memory alone is handed on to the next owner."""
+        """Close the store and the provider's connections (reopened on next use); hand an owned store on."""
         self._let_go()
         if self._embedder is not None:
             self._embedder.close()
 
     async def aclose(self) -> None:
-        """:meth:`close` from a coroutine: the provider's client on the running loop is closed
-        before this returns."""
+        """:meth:`close` from a coroutine (the provider's client is closed on the running loop)."""
         self._let_go()
         if self._embedder is not None:
             await self._embedder.aclose()
@@ -566,15 +567,14 @@ _NOT_SETTINGS = frozenset({"self", "paths", "milvus_uri", "keep_model", "ignore_
 
 
 def engine(paths: Sequence[str | Path] | None = None, **kwargs: Any) -> MemSearch:
-    """A ``MemSearch`` that works on the store in this process and never asks an owner: the memory
-    service's own engines (the service is the owner)."""
+    """A ``MemSearch`` working on the store here, never asking an owner: the memory service's engines."""
     ms = MemSearch(paths, **kwargs)
     ms._routed = False
     return ms
 
 
 def engine_settings(cfg: MemSearchConfig, paths: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
-    """What a memory service is sent to build the engine of ``MemSearch.from_config(cfg, paths,
-    **extra)``: every setting spelled out (so equal settings share one engine) and absolute paths."""
+    """What a service is sent to build ``from_config(cfg, paths, **extra)``'s engine: every setting
+    spelled out (so equal settings share one engine), absolute paths."""
     absolute = [str(Path(p).expanduser().resolve()) for p in paths]
     return {**MemSearch.from_config(cfg, paths, **extra)._settings, "paths": absolute}

@@ -29,6 +29,10 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ModelNotFoundError
             UnknownProviderError (ValueError)
         FileTooLargeError
+        ForgetError
+            ForgetConflictError
+            ForgetTargetError (ValueError) [exit 2]
+            NothingToForgetError
         HookUsageError [exit 2]
         IndexingError
         IndexingFailedError
@@ -255,6 +259,24 @@ class InvalidDateError(MemSearchError, ValueError):
     """A ``--since``/``--until`` value (or ``since``/``until`` argument) names no day."""
 
     exit_code = 2
+
+
+class ForgetError(MemSearchError):
+    """``forget`` could not remove what was asked (nothing was removed)."""
+
+
+class ForgetConflictError(ForgetError):
+    """``forget``: a file changed between showing what would go and removing it."""
+
+
+class ForgetTargetError(ForgetError, ValueError):
+    """``forget`` was told nothing to forget, or a selector it cannot use (wrong usage)."""
+
+    exit_code = 2
+
+
+class NothingToForgetError(ForgetError):
+    """``forget``: no memory matches the request."""
 
 
 class SecretsFoundError(MemSearchError):

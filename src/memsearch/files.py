@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write", "exclusive", "lock_file", "lock_is_held", "open_own", "try_lock"]
+__all__ = ["atomic_write", "exclusive", "lock_file", "lock_is_held", "open_own", "replaced", "try_lock"]
 
 _OWN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -105,6 +105,18 @@ def exclusive(fh: IO[Any]) -> Iterator[None]:
         yield
     finally:
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def replaced(path: str | os.PathLike[str], fd: int) -> bool:
+    """Whether ``path`` names another file than ``fd`` now (or none). A file rewritten as a temp
+    file renamed over it (``scan --redact``, ``forget``) under the lock a writer waited for: the
+    writer must reopen the name and lock again, or what it writes goes to the old, unlinked file."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
 
 
 @contextlib.contextmanager

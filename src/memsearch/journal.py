@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from memsearch.files import exclusive, open_own
+from memsearch.files import exclusive, open_own, replaced
 from memsearch.project_files import MAX_JOURNAL_BYTES, read_project_text
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def append_entry(
         # Never through a symbolic link a repository shipped under today's name, never into a FIFO.
         fd = open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
         with os.fdopen(fd, "a+b") as fh, exclusive(fh):
-            if _replaced(path, fh.fileno()):
+            if replaced(path, fh.fileno()):
                 continue  # renamed over while we waited for the lock: write to the new file
             written_here = _write_entry(fh, entry, bullets, key, when, title, path)
             if written_here is not None:
@@ -284,18 +284,6 @@ def append_entry(
 
     written.record_transcripts(directory, [entry.anchor.get(name, "") for name in TRANSCRIPT_FIELDS])
     return AppendResult(path, True)
-
-
-def _replaced(path: Path, fd: int) -> bool:
-    """Whether ``path`` names another file than ``fd`` now: ``memsearch scan --redact`` rewrites a
-    journal as a new file renamed over the old one, under the lock an appender waits for; appending
-    to the old one after that would lose the entry."""
-    try:
-        now = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return True
-    held = os.fstat(fd)
-    return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
 
 
 def _write_entry(

@@ -20,9 +20,15 @@ import hashlib
 import os
 from pathlib import Path
 
-from memsearch.files import exclusive
+from memsearch.files import exclusive, replaced
 
-__all__ = ["record_install", "record_transcripts", "recorded_install", "recorded_transcripts"]
+__all__ = [
+    "forget_transcripts",
+    "record_install",
+    "record_transcripts",
+    "recorded_install",
+    "recorded_transcripts",
+]
 
 #: The most bytes read from one record (far beyond years of anchors).
 _MAX_RECORD_BYTES = 16 * 1024 * 1024
@@ -65,13 +71,38 @@ def _read_lines(path: Path) -> list[str]:
 def _append(path: Path, lines: list[str]) -> None:
     """Append the ``lines`` not yet in the record ``path`` (created private), under its lock."""
     _private_folder()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "r+b") as fh, exclusive(fh):
-        fh.seek(0)
-        have = set(fh.read(_MAX_RECORD_BYTES).decode("utf-8", errors="surrogateescape").splitlines())
-        new = [line for line in dict.fromkeys(lines) if line not in have]
-        if new:
-            fh.write(("\n".join(new) + "\n").encode("utf-8", errors="surrogateescape"))
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "r+b") as fh, exclusive(fh):
+            if replaced(path, fh.fileno()):
+                continue  # rewritten by forget_transcripts while we waited: append to the new one
+            fh.seek(0)
+            have = set(fh.read(_MAX_RECORD_BYTES).decode("utf-8", errors="surrogateescape").splitlines())
+            new = [line for line in dict.fromkeys(lines) if line not in have]
+            if new:
+                fh.write(("\n".join(new) + "\n").encode("utf-8", errors="surrogateescape"))
+            return
+
+
+def _remove(path: Path, lines: set[str]) -> None:
+    """Rewrite the record ``path`` without ``lines``, under its lock (a temp file renamed over it,
+    so a crash leaves the old record or the new one)."""
+    from memsearch.files import atomic_write
+
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        with os.fdopen(fd, "r+b") as fh, exclusive(fh):
+            if replaced(path, fh.fileno()):
+                continue
+            have = fh.read(_MAX_RECORD_BYTES).decode("utf-8", errors="surrogateescape").splitlines()
+            kept = [line for line in have if line not in lines]
+            if len(kept) != len(have):
+                data = "".join(f"{line}\n" for line in kept)
+                atomic_write(path, data.encode("utf-8", errors="surrogateescape"), private=True, fsync=True)
+            return
 
 
 def _clean(path: str) -> str:
@@ -91,6 +122,15 @@ def record_transcripts(memory_dir: Path, paths: list[str]) -> None:
     if kept:
         with contextlib.suppress(OSError):
             _append(_transcripts_file(memory_dir), kept)
+
+
+def forget_transcripts(memory_dir: Path, paths: list[str]) -> None:
+    """Unrecord the conversation files ``paths`` for ``memory_dir`` (``memsearch forget``: no entry
+    names them any more, so no maintenance model may look them up). Never raises."""
+    gone = {p for p in (_resolved(p) for p in paths if p) if p}
+    if gone:
+        with contextlib.suppress(OSError):
+            _remove(_transcripts_file(memory_dir), gone)
 
 
 def recorded_transcripts(memory_dir: Path) -> frozenset[str]:

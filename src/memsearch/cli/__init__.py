@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "skills": ("memsearch.cli.skills_cmd:skills", "Review and install skills distilled from memory."),
     "mcp": ("memsearch.cli.mcp_cmd:mcp", "Serve this project's memory as an MCP server over stdio."),
+    "forget": (
+        "memsearch.cli.forget_cmd:forget",
+        "Remove memory from the markdown, the index and the embedding cache.",
+    ),
     "scan": ("memsearch.cli.scan_cmd:scan", "List secrets in memory files; --redact cleans the journals."),
     "hook": ("memsearch.cli.hook_cmd:hook", "Run an agent plugin hook (called by the plugins' shims)."),
 }

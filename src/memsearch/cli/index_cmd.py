@@ -32,6 +32,10 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     from memsearch.memory import open_memory
 
     cfg = resolve(flags)
+    from memsearch.forget_apply import recover
+
+    if recover(cfg):  # a forget a killed process left: completed before anything is indexed
+        click.echo("Completed an interrupted forget.", err=True)
     follow_links = not flags.get("no_follow_links")
     with open_memory(
         cfg, paths, keep_model=False, description=description or "", follow_links=follow_links

@@ -208,6 +208,29 @@ class EmbeddingCache:
 
         self._run("clear", delete, None)
 
+    def forget(self, keys: Iterable[str]) -> int:
+        """Delete the vectors of the texts ``keys`` (every model's); how many rows went.
+
+        For ``memsearch forget``: ``secure_delete`` overwrites the deleted rows (vector and key)
+        with zeros, and a truncating checkpoint moves the pages into the main file and empties the
+        WAL, so their bytes leave the cache files, not just its index (a reader holding an old
+        snapshot may delay the truncation until it is done)."""
+        wanted = list(dict.fromkeys(keys))
+
+        def delete(conn: sqlite3.Connection) -> int:
+            conn.execute("PRAGMA secure_delete = ON")
+            gone = 0
+            with conn:
+                for chunk in batched(wanted, _LOOKUP_CHUNK):
+                    marks = ",".join("?" * len(chunk))
+                    gone += conn.execute(
+                        f"DELETE FROM embeddings WHERE text_sha256 IN ({marks})", chunk
+                    ).rowcount
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return gone
+
+        return self._run("forget", delete, 0) if wanted else 0
+
     def close(self) -> None:
         """Close the file (it reopens on next use)."""
         with self._lock:

@@ -469,6 +469,10 @@ class ServiceMemory(Memory):
     async def index_file(self, path: str | Path) -> int:
         return int(self._call("index_file", path=str(Path(path).expanduser().resolve())))
 
+    def remove_file(self, path: str | Path) -> dict[str, int]:
+        removed = self._call("remove_file", path=str(Path(path).expanduser().resolve()))
+        return {str(k): int(v) for k, v in dict(removed).items()}
+
     def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
         from memsearch.store import source_prefix_filter
 

@@ -48,6 +48,10 @@ async def _index_file(ms: MemSearch, args: dict[str, Any]) -> Any:
     return await ms.index_file(str(args["path"]))
 
 
+async def _remove_file(ms: MemSearch, args: dict[str, Any]) -> Any:
+    return ms.remove_file(str(args["path"]))
+
+
 async def _query(ms: MemSearch, args: dict[str, Any]) -> Any:
     return ms.store.query(filter_expr=str(args.get("filter_expr", "")))
 
@@ -58,5 +62,6 @@ STORE_OPS: dict[str, Op] = {
     "count": _count,
     "reset": _reset,
     "index_file": _index_file,
+    "remove_file": _remove_file,
     "query": _query,
 }

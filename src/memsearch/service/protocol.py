@@ -179,6 +179,7 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     },
     "index": {"force": ((bool,), False)},
     "index_file": {"path": ((str,), True)},
+    "remove_file": {"path": ((str,), True)},
     "query": {"filter_expr": ((str,), False)},
     "watch": {"debounce_ms": ((int, type(None)), False)},
     # Stop as if idle (``memsearch service stop``, the cap on services started on demand); a
