@@ -93,6 +93,33 @@ def _exact_first(hits: list[Any], words: list[str]) -> list[str]:
     return keys
 
 
+def exact_holders_first(
+    query: str, sparse: list[Any], top_k: int, holders: Callable[[str, int], list[dict[str, Any]]]
+) -> list[Any]:
+    """The BM25 hits, led by the few chunks that hold an exact word of ``query`` BM25 missed.
+
+    Why: the BM25 analyzer splits an identifier into its parts (``TM-2026`` into ``tm`` and
+    ``2026``), and when the parts are common (every ticket starts ``TM-``, every date holds
+    ``2026``) the one note holding the whole identifier is not among BM25's hits, so the slot of
+    :func:`fuse` cannot put it first. ``holders(word, limit)`` (the store's literal match on the
+    stored text) finds it; it is kept only when rare (the slot's own rule), and asked only for words
+    no BM25 hit holds."""
+    extra: list[Any] = []
+    for word in exact_words(query):
+        if any(holds_word(hit, word) for hit in sparse):
+            continue
+        found = [
+            {"id": row["chunk_hash"], "distance": 0.0, "entity": row} for row in holders(word, top_k + 1)
+        ]
+        found = [hit for hit in found if holds_word(hit, word)]
+        if 0 < len(found) <= rare_count(top_k):
+            extra += found
+    if not extra:
+        return sparse
+    seen = {hit["id"] for hit in extra}
+    return extra + [hit for hit in sparse if _key(hit) not in seen]
+
+
 def _key(hit: Any) -> str:
     return str(hit.get("id") or (hit.get("entity") or {}).get("chunk_hash"))
 

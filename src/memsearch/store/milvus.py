@@ -35,11 +35,9 @@ from memsearch.store.filters import content_holds, escape_filter_value, source_e
 from memsearch.store.fusion import (
     LEGS,
     SEARCH_MODES,
-    exact_words,
+    exact_holders_first,
     fuse,
     hit_to_result,
-    holds_word,
-    rare_count,
 )
 from memsearch.store.rows import (
     FIELD_MAX_BYTES,
@@ -428,32 +426,21 @@ class MilvusStore:
             return [hit_to_result(hit, score) for hit in hits(mode)]
         ranked = {leg: hits(leg) for leg in LEGS}
         if weights and query_text:
-            ranked["sparse"] = self._exact_holders(query_text, ranked["sparse"], top_k, filter_expr)
+            ranked["sparse"] = exact_holders_first(
+                query_text, ranked["sparse"], top_k, self._holders(filter_expr)
+            )
         return fuse(ranked, weights, top_k, query_text)
 
-    def _exact_holders(self, query: str, sparse: list[Any], top_k: int, filter_expr: str) -> list[Any]:
-        """The BM25 hits, led by the few chunks that hold an exact word of ``query`` BM25 missed.
+    def _holders(self, filter_expr: str) -> Callable[[str, int], list[dict[str, Any]]]:
+        """``(text, limit)`` -> rows whose content holds ``text`` literally (within ``filter_expr``)."""
 
-        Why: the BM25 analyzer splits an identifier into its parts (``TM-2026`` into ``tm`` and
-        ``2026``), and when the parts are common (every ticket starts ``TM-``, every date holds
-        ``2026``) the one note holding the whole identifier is not among BM25's hits, so the
-        exact-word slot of :func:`fuse` cannot put it first. A literal match on the stored text
-        finds it; it is kept only when rare (as the slot's own rule), and asked only for words no
-        BM25 hit holds."""
-        extra: list[Any] = []
-        for word in exact_words(query):
-            if any(holds_word(hit, word) for hit in sparse):
-                continue
-            expr = content_holds(word) + (f" and ({filter_expr})" if filter_expr else "")
-            rows = self._call(
-                "query", self._collection, filter=expr, output_fields=QUERY_FIELDS, limit=top_k + 1
+        def rows(text: str, limit: int) -> list[dict[str, Any]]:
+            expr = content_holds(text) + (f" and ({filter_expr})" if filter_expr else "")
+            return list(
+                self._call("query", self._collection, filter=expr, output_fields=QUERY_FIELDS, limit=limit)
             )
-            found = [{"id": row["chunk_hash"], "distance": 0.0, "entity": row} for row in rows]
-            found = [hit for hit in found if holds_word(hit, word)]
-            if 0 < len(found) <= rare_count(top_k):
-                extra += found
-        seen = {hit["id"] for hit in extra}
-        return extra + [hit for hit in sparse if str(hit.get("id") or "") not in seen] if extra else sparse
+
+        return rows
 
     def search_leg(
         self, leg: str, query: Sequence[float] | str, *, top_k: int, filter_expr: str = ""
