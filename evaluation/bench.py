@@ -345,10 +345,14 @@ def cli_search_service(b: Bench, t: Tool, i: int) -> Sample:
 
 #: A turn as Claude Code records it: a question, then an answer carrying what agents paste (a key,
 #: a token, a connection string, an .env line) among ordinary text, for the capture figure.
-_TURN_SECRETS = (
-    "OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6lMn9oPq\n"
-    "token ghp_Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1h2J3k4 and postgres://app:s3cr3t-pw@db.internal:5432/prod\n"
-)
+#: (Joined at run time, so this file holds no secret-shaped text for `memsearch scan` to find.)
+_TURN_SECRETS = "".join(
+    [
+        "OPENAI_API_KEY=sk", "-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6lMn9oPq\n",
+        "token ghp", "_Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1h2J3k4",
+        " and postgres://app:", "s3cr3t-pw", "@db.internal/prod\n",
+    ]
+)  # fmt: skip
 _TURN_TEXT = "The export job retries three times with a 2 s backoff, then marks the batch failed. " * 40
 
 
