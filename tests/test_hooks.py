@@ -245,6 +245,26 @@ def test_prompt_submit_auto_injects_the_best_hits(hk: HookEnv) -> None:
     assert f"--collection {collection}" in context
 
 
+def test_prompt_recall_searches_with_the_prompt_redacted(hk: HookEnv) -> None:
+    """The prompt is the auto-inject query: a key pasted into it is taken out before the query is
+    embedded (a remote embedding provider would receive it), and counted under "query"."""
+    hk.copy_memory()
+    collection = hk.collection()
+    assert hk.memsearch("index", str(hk.memory_dir), "--collection", collection).returncode == 0
+    assert (
+        hk.memsearch("config", "set", "plugins.claude-code.prompt_recall.auto_inject", "true").returncode == 0
+    )
+    key = "AKIA" + "Q3EGRB7XWN2PLM4T"  # an AWS access key id, joined so this file holds none
+    prompt = f"which PDF renderer version did we pin? deploy with {key}"
+    stdin = json.dumps({"prompt": prompt, "cwd": str(hk.project)})
+    context = hook_json(hk.hook("claude-code", "prompt-submit", stdin))["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    assert "weasyprint" in context.lower()
+    counts = json.loads((hk.home / ".memsearch" / "redactions.json").read_text(encoding="utf-8"))
+    assert counts["query"] == {"aws-access-key": 1}
+
+
 def test_prompt_recall_reads_no_time_phrase_in_a_prompt(hk: HookEnv) -> None:
     """A prompt is not a search query: its "today" limits the recalled notes to no day."""
     import datetime as dt

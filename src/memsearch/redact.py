@@ -45,7 +45,9 @@ __all__ = [
 ]
 
 #: Where redaction happens; the keys of the counts file.
-BOUNDARIES: tuple[str, ...] = ("capture", "summary", "index", "maintenance", "skills", "compact", "scan")
+BOUNDARIES: tuple[str, ...] = (
+    "capture", "summary", "index", "query", "maintenance", "skills", "compact", "scan",
+)  # fmt: skip
 #: What ``memsearch index`` does with a hand-written note holding a secret (``redact.notes``).
 NOTES_MODES: tuple[str, ...] = ("redact", "warn", "skip")
 #: Turns redaction off when set to a false value (dangerous: see docs/security.md).

@@ -355,11 +355,15 @@ def prompt_submit(ctx: HookContext) -> Reply:
     recall = ctx.plugin.prompt_recall
     budget = ctx.config.context.prompt_hint_tokens
     if recall.auto_inject:
+        from memsearch import redact
         from memsearch.context_budget import count_tokens
         from memsearch.errors import MemSearchError
 
+        # The prompt is the query: redacted first, so a pasted key or a <private> span is never
+        # embedded, nor sent to a remote embedding provider.
+        query = redact.current(ctx.config, ctx.env).text(prompt, "query")
         try:
-            hits = search_memory(ctx, prompt, recall.top_k)
+            hits = search_memory(ctx, query, recall.top_k) if query.strip() else []
         except MemSearchError as exc:
             log(f"auto-inject search failed: {exc.one_line()}")
             hits = []
