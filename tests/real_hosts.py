@@ -346,6 +346,23 @@ def kill_world(world: World) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def parrot_summaries(api: Any, ours: Callable[[Any], bool], bullets: str) -> None:
+    """Make the summariser (the requests ``ours`` picks) a careless model, ahead of every other
+    rule of the fake model API ``api``: it answers ``bullets``, a secret of its own, then every
+    line of the transcript it was given (journals keep 20 bullets: the instructions are left out).
+    A value that slipped through capture, or one the model wrote, would then land in the journal
+    unless memsearch redacts what it writes."""
+    from fake_model_api import Answer
+
+    def reply(call: Any) -> Answer:
+        transcript = call.everything.rsplit("=== Transcript", 1)[-1]
+        given = "\n".join(f"- {line}" for line in transcript.splitlines()[1:] if line.strip())
+        return Answer(text=f"{bullets}\n- Pushed with {corpus.S['github-token']}.\n{given}")
+
+    with api._lock:
+        api.rules.insert(0, (ours, reply))
+
+
 def check_secrets_kept(world: World, calls: list[Any], ours: Callable[[Any], bool]) -> None:
     """After a session that had the secrets corpus (tests/fixtures/privacy/corpus.py) in its
     prompt: no secret value in any byte under the project's and the user's ``.memsearch`` (journal,

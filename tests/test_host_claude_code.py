@@ -42,6 +42,7 @@ from real_hosts import (
     claude_world,
     kill_world,
     leftovers,
+    parrot_summaries,
     wait_for,
 )
 
@@ -320,6 +321,7 @@ def test_secrets_never_reach_memory(world: World, api: FakeModelAPI) -> None:
         lambda c: in_turn(c) and not c.after_tool, Answer(tool="Read", arguments={"file_path": str(notes)})
     )
     api.on(lambda c: in_turn(c) and c.after_tool, Answer(text=corpus.REPLY))
+    parrot_summaries(api, is_summary, "\n".join(BULLETS))
     run = world.run(["claude", "-p", corpus.PROMPT], timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     wait_for_entry(world, BULLETS[0])

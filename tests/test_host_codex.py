@@ -33,6 +33,7 @@ from real_hosts import (
     kill_world,
     leftovers,
     make_world,
+    parrot_summaries,
     wait_for,
 )
 
@@ -237,6 +238,7 @@ def test_secrets_never_reach_memory(world: World, model_api: FakeModelAPI) -> No
         Answer(tool="exec_command", arguments={"cmd": "cat deploy.env"}),
     )
     model_api.on(lambda c: asks(c) and c.after_tool, Answer(text=corpus.REPLY))
+    parrot_summaries(model_api, is_summary, "\n".join(SUMMARY))
     run = world.run(["codex", "exec", "-s", "danger-full-access", corpus.PROMPT], timeout=120)
     assert run.returncode == 0, run.stderr
     wait_for(lambda: entries_with(world, SUMMARY[0]), 90, "the journal entry")

@@ -21,7 +21,7 @@ import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
 from fixtures.privacy import corpus
-from real_hosts import Terminal, World, check_secrets_kept, kill_world, leftovers
+from real_hosts import Terminal, World, check_secrets_kept, kill_world, leftovers, parrot_summaries
 from real_hosts import opencode_world as fake_model_world
 
 pytestmark = pytest.mark.host
@@ -202,6 +202,7 @@ def test_secrets_never_reach_memory(tmp_path: Path, api: FakeModelAPI) -> None:
             return Answer(text=corpus.REPLY)
 
         api.on(lambda c: corpus.PROMPT in c.user_text and bool(c.tools) and not is_summary(c), reply)
+        parrot_summaries(api, is_summary, f"- {SUMMARY_BULLET}.")
         run = world.run(["opencode", "run", corpus.PROMPT], timeout=120)
         assert run.returncode == 0, run.stdout + run.stderr
         assert leftovers(world, DRAIN) == {}  # the daemon journalled the turn and exited
