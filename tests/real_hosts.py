@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fixtures.privacy import corpus
+
 #: Resolved at import, before the autouse fixture points HOME at a temporary folder.
 CACHE = Path(os.environ.get("MEMSEARCH_HOSTS_CACHE") or Path.home() / ".cache" / "memsearch-test-hosts")
 
@@ -342,6 +344,42 @@ def kill_world(world: World) -> None:
     for pid in marked_processes(world.marker):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def parrot_summaries(api: Any, ours: Callable[[Any], bool], bullets: str) -> None:
+    """Make the summariser (the requests ``ours`` picks) a careless model, ahead of every other
+    rule of the fake model API ``api``: it answers ``bullets``, a secret of its own, then every
+    line of the transcript it was given (journals keep 20 bullets: the instructions are left out).
+    A value that slipped through capture, or one the model wrote, would then land in the journal
+    unless memsearch redacts what it writes."""
+    from fake_model_api import Answer
+
+    def reply(call: Any) -> Answer:
+        transcript = call.everything.rsplit("=== Transcript", 1)[-1]
+        given = "\n".join(f"- {line}" for line in transcript.splitlines()[1:] if line.strip())
+        return Answer(text=f"{bullets}\n- Pushed with {corpus.S['github-token']}.\n{given}")
+
+    with api._lock:
+        api.rules.insert(0, (ours, reply))
+
+
+def check_secrets_kept(world: World, calls: list[Any], ours: Callable[[Any], bool]) -> None:
+    """After a session that had the secrets corpus (tests/fixtures/privacy/corpus.py) in its
+    prompt: no secret value in any byte under the project's and the user's ``.memsearch`` (journal,
+    Milvus Lite store, embedding cache, manifests, logs), none in a model request memsearch sent
+    (``ours``: the summariser's), while the host's own requests did carry the prompt's secrets,
+    so the corpus truly was in the session."""
+    assert corpus.hits(world.project / ".memsearch", world.home / ".memsearch") == []
+    sent = [c for c in calls if ours(c)]
+    assert sent, "memsearch sent the model nothing: the summariser never ran"
+    assert all("[REDACTED:" in c.everything for c in sent), "the summariser saw no redacted turn"
+    for call in sent:
+        assert corpus.kinds_in(json.dumps(call.body, ensure_ascii=False)) == set()
+    host_saw: set[str] = set()
+    for call in calls:
+        if not ours(call):
+            host_saw |= corpus.kinds_in(json.dumps(call.body, ensure_ascii=False))
+    assert corpus.kinds_in(corpus.PROMPT) <= host_saw, "the prompt's secrets never reached the host's model"
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b[=>]")

@@ -32,7 +32,19 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import CLAUDE_API_KEY, HOSTS, Terminal, World, claude_world, kill_world, leftovers, wait_for
+from fixtures.privacy import corpus
+from real_hosts import (
+    CLAUDE_API_KEY,
+    HOSTS,
+    Terminal,
+    World,
+    check_secrets_kept,
+    claude_world,
+    kill_world,
+    leftovers,
+    parrot_summaries,
+    wait_for,
+)
 
 pytestmark = pytest.mark.host
 
@@ -288,6 +300,39 @@ def test_one_shot(world: World, api: FakeModelAPI) -> None:
     uninstall = world.run(shlex.split(command), timeout=60)
     assert uninstall.returncode == 0, uninstall.stdout + uninstall.stderr
     assert "memsearch@" not in world.run(["claude", "plugin", "list"], timeout=60).stdout
+
+
+def is_summary(call: ModelCall) -> bool:
+    return SUMMARY_MARK in call.everything
+
+
+def test_secrets_never_reach_memory(world: World, api: FakeModelAPI) -> None:
+    """The secrets corpus in the prompt, in a file the model reads (tool output) and in the answer
+    of a real ``claude -p`` turn: captured, summarised by the nested ``claude -p``, and not one
+    value on disk under ``.memsearch`` or in the summariser's request."""
+    install_plugin(world)
+    notes = world.project / "deploy-notes.txt"
+    notes.write_text(corpus.TOOL_OUTPUT)
+
+    def in_turn(call: ModelCall) -> bool:
+        return corpus.PROMPT in call.everything and bool(call.tools) and not is_summary(call)
+
+    api.on(
+        lambda c: in_turn(c) and not c.after_tool, Answer(tool="Read", arguments={"file_path": str(notes)})
+    )
+    api.on(lambda c: in_turn(c) and c.after_tool, Answer(text=corpus.REPLY))
+    parrot_summaries(api, is_summary, "\n".join(BULLETS))
+    run = world.run(["claude", "-p", corpus.PROMPT], timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    wait_for_entry(world, BULLETS[0])
+    check_no_leftovers(world)  # the worker is done writing and indexing
+    calls = api.snapshot()
+    result = next(c for c in calls if in_turn(c) and c.after_tool)
+    assert corpus.kinds_in(corpus.TOOL_OUTPUT) <= corpus.kinds_in(
+        "".join(m.tool_result or "" for m in result.messages)
+    )
+    assert any("for the release job" in c.everything for c in calls if is_summary(c))  # the answer, redacted
+    check_secrets_kept(world, calls, is_summary)
 
 
 def loose(text: str) -> str:

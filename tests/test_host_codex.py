@@ -24,7 +24,18 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import HOSTS, Terminal, World, kill_world, leftovers, make_world, wait_for
+from fixtures.privacy import corpus
+from real_hosts import (
+    HOSTS,
+    Terminal,
+    World,
+    check_secrets_kept,
+    kill_world,
+    leftovers,
+    make_world,
+    parrot_summaries,
+    wait_for,
+)
 
 pytestmark = pytest.mark.host
 
@@ -210,6 +221,34 @@ def test_codex_exec_captures_recalls_and_leaves_nothing_running(
     wait_for(lambda: len(entries_with(world, "6543")) > 1, 90, "the second turn's entry")
     assert leftovers(world, wait=60) == {}
     assert model_api.unknown == []  # Codex called nothing the fake API does not know
+
+
+def test_secrets_never_reach_memory(world: World, model_api: FakeModelAPI) -> None:
+    """The secrets corpus in the prompt, in a shell command's output and in the answer of a real
+    ``codex exec`` turn: captured, summarised by the nested ``codex exec``, and not one value on
+    disk under ``.memsearch`` or in the summariser's request."""
+    install(world)
+    (world.project / "deploy.env").write_text(corpus.TOOL_OUTPUT)
+
+    def asks(call: ModelCall) -> bool:
+        return corpus.PROMPT in call.user_text and "exec_command" in call.tools and not is_summary(call)
+
+    model_api.on(
+        lambda c: asks(c) and not c.after_tool,
+        Answer(tool="exec_command", arguments={"cmd": "cat deploy.env"}),
+    )
+    model_api.on(lambda c: asks(c) and c.after_tool, Answer(text=corpus.REPLY))
+    parrot_summaries(model_api, is_summary, "\n".join(SUMMARY))
+    run = world.run(["codex", "exec", "-s", "danger-full-access", corpus.PROMPT], timeout=120)
+    assert run.returncode == 0, run.stderr
+    wait_for(lambda: entries_with(world, SUMMARY[0]), 90, "the journal entry")
+    assert leftovers(world, wait=60) == {}  # the worker is done writing and indexing
+    calls = model_api.snapshot()
+    result = next(c for c in calls if asks(c) and c.after_tool)
+    assert corpus.kinds_in(corpus.TOOL_OUTPUT) <= corpus.kinds_in(result.messages[-1].tool_result or "")
+    (summary,) = [c for c in calls if is_summary(c)]
+    assert "for the release job" in summary.user_text  # the answer reached the summariser, redacted
+    check_secrets_kept(world, calls, is_summary)
 
 
 # --- interactive --------------------------------------------------------------------------------

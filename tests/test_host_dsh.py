@@ -35,7 +35,8 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import World, kill_world, leftovers, make_world
+from fixtures.privacy import corpus
+from real_hosts import World, check_secrets_kept, kill_world, leftovers, make_world, parrot_summaries
 
 pytestmark = pytest.mark.host
 
@@ -157,6 +158,32 @@ def test_two_headless_sessions(world: World, api: FakeModelAPI) -> None:
     assert hits and "ZEBRAFISH-7" in hits[-1] and f"turn:{turn}" in hits[-1], results
     assert leftovers(world, DRAIN) == {}  # 7
     assert len(ANCHOR.findall(journal(world))) == 2  # the recall turn is journaled too
+
+
+def test_secrets_never_reach_memory(world: World, api: FakeModelAPI) -> None:
+    """The secrets corpus in the task, in a ``bash`` tool's output and in the answer of a real
+    headless DSH session: captured, summarised by the nested DSH, and not one value on disk under
+    ``.memsearch`` or in the summariser's request."""
+    world.run(["bash", "-euc", doc_block("plugin")], check=True, timeout=120)
+    (world.project / "deploy-notes.txt").write_text(corpus.TOOL_OUTPUT)
+    parrot_summaries(api, is_summary, f"- User asked which queue the invoice exporter uses.\n- {BULLET}")
+
+    def step(call: ModelCall) -> Answer:
+        if not any(m.tool_call for m in call.messages):
+            return Answer(
+                tool="bash", arguments={"command": "cat deploy-notes.txt", "description": "read notes"}
+            )
+        return Answer(text=corpus.REPLY)
+
+    api.on(lambda c: bool(c.tools) and corpus.PROMPT in typed(c) and not is_summary(c), step)
+    assert "for the release job" in headless(world, api, corpus.PROMPT)
+    assert leftovers(world, DRAIN) == {}  # the worker is done writing and indexing
+    assert BULLET in journal(world)
+    calls = api.snapshot()
+    results = "".join(m.tool_result or "" for c in agent_calls(api, corpus.PROMPT) for m in c.messages)
+    assert corpus.kinds_in(corpus.TOOL_OUTPUT) <= corpus.kinds_in(results)
+    assert any("for the release job" in c.everything for c in calls if is_summary(c))  # the answer, redacted
+    check_secrets_kept(world, calls, is_summary)
 
 
 def test_home_patch_mounts_the_plugin_without_pnpm(world: World, api: FakeModelAPI) -> None:

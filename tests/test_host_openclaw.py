@@ -36,7 +36,17 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import Terminal, World, kill_world, leftovers, make_world, wait_for
+from fixtures.privacy import corpus
+from real_hosts import (
+    Terminal,
+    World,
+    check_secrets_kept,
+    kill_world,
+    leftovers,
+    make_world,
+    parrot_summaries,
+    wait_for,
+)
 
 pytestmark = pytest.mark.host
 
@@ -278,6 +288,25 @@ def test_one_shot(world: World, model_api: FakeModelAPI) -> None:
     assert FINAL in agent_turn(world, model_api, second, RECALL)  # before_prompt_build fired: memory injected
     check_recall_round_trip(model_api)
     check_no_leftovers(world)
+
+
+def is_summary(call: ModelCall) -> bool:
+    return SUMMARY_MARK in call.everything
+
+
+def test_secrets_never_reach_memory(world: World, model_api: FakeModelAPI) -> None:
+    """The secrets corpus in the prompt and in the answer of a real ``openclaw agent --local`` turn:
+    captured (agent_end), summarised by the nested summariser, and not one value on disk under
+    ``.memsearch`` or in the summariser's request."""
+    install(world)
+    parrot_summaries(model_api, is_summary, f"- User asked how webhook retries work.\n- {BULLET}")
+    model_api.on(lambda c: corpus.PROMPT in c.everything and not is_summary(c), Answer(text=corpus.REPLY))
+    assert "for the release job" in agent_turn(world, model_api, f"oc-{uuid.uuid4().hex[:8]}", corpus.PROMPT)
+    journal_entry(world)
+    check_no_leftovers(world)  # the worker is done writing and indexing
+    calls = model_api.snapshot()
+    assert any("for the release job" in c.everything for c in calls if is_summary(c))  # the answer, redacted
+    check_secrets_kept(world, calls, is_summary)
 
 
 # --- interactive: openclaw tui against a gateway -----------------------------------------------------

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from real_hosts import Terminal, World, kill_world, leftovers
+from fixtures.privacy import corpus
+from real_hosts import Terminal, World, check_secrets_kept, kill_world, leftovers, parrot_summaries
 from real_hosts import opencode_world as fake_model_world
 
 pytestmark = pytest.mark.host
@@ -182,6 +183,37 @@ def test_one_shot_run(tmp_path: Path, api: FakeModelAPI) -> None:
         assert "ZEBRAFISH" in seen[2][1]
         assert leftovers(world, DRAIN) == {}
         check_turn_recorded(world, api, "RECALLCHECK", "Recalled it from memory.", context=5)
+    finally:
+        kill_world(world)
+
+
+def test_secrets_never_reach_memory(tmp_path: Path, api: FakeModelAPI) -> None:
+    """The secrets corpus in the prompt, in a file the model reads (tool output) and in the answer
+    of a real ``opencode run``: captured, summarised by the nested ``opencode run``, and not one
+    value on disk under ``.memsearch`` or in the summariser's request."""
+    world = opencode_world(tmp_path, api, "plugin-file", "skills")
+    try:
+        notes = world.project / "deploy-notes.txt"
+        notes.write_text(corpus.TOOL_OUTPUT)
+
+        def reply(call: ModelCall) -> Answer:
+            if not call.after_tool:
+                return Answer(tool="read", arguments={"filePath": str(notes)})
+            return Answer(text=corpus.REPLY)
+
+        api.on(lambda c: corpus.PROMPT in c.user_text and bool(c.tools) and not is_summary(c), reply)
+        parrot_summaries(api, is_summary, f"- {SUMMARY_BULLET}.")
+        run = world.run(["opencode", "run", corpus.PROMPT], timeout=120)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert leftovers(world, DRAIN) == {}  # the daemon journalled the turn and exited
+        assert SUMMARY_BULLET in journal(world)
+        calls = api.snapshot()
+        result = next(c for c in main_calls(api, corpus.PROMPT) if c.after_tool)
+        assert corpus.kinds_in(corpus.TOOL_OUTPUT) <= corpus.kinds_in(result.messages[-1].tool_result or "")
+        assert any(
+            "for the release job" in c.user_text for c in calls if is_summary(c)
+        )  # the answer, redacted
+        check_secrets_kept(world, calls, is_summary)
     finally:
         kill_world(world)
 

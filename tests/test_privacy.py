@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "hooks"))
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "privacy"))
 
 import corpus
-from corpus import SECRETS, S
+from corpus import S
 from hookkit import CLAUDE_SESSION, HookEnv, hook_json, load_stdin
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api
@@ -37,8 +36,6 @@ pytestmark = pytest.mark.model
 __all__ = ["model_api"]  # the fixture, used by name
 
 SESSION = "7c1e9a52-3b4d-4f60-9a8e-0d2c4b6e8f10"
-#: Every needle in one pattern: one pass over each file, however many secrets there are.
-NEEDLES = re.compile(b"|".join(re.escape(v.encode()) for v in SECRETS.values()))
 
 
 def _session_with(path: Path, *, user: str, reply: str, command: str, tool_output: str, prefix: str) -> None:
@@ -81,19 +78,6 @@ def _answer(call: ModelCall) -> Answer:
         return Answer(text=json.dumps({"skills": [{**skill, "occurrences": 3, "sources": ["x.md"]}]}))
     content = f"# Project\n\nDeploys use {S['aws-access-key']}.\n\n{corpus.PEM_BLOCK}\n"
     return Answer(text=json.dumps({"action": "replace", "reason": "r", "content": content}))
-
-
-def _hits(paths: list[Path]) -> list[str]:
-    """``path: kind`` for every file under ``paths`` holding a secret value."""
-    kinds = {v.encode(): k for k, v in SECRETS.items()}
-    found = []
-    for top in paths:
-        for path in [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()):
-            if path.is_symlink():
-                continue
-            data = path.read_bytes()
-            found += [f"{path}: {kinds[m.group()]}" for m in NEEDLES.finditer(data)]
-    return found
 
 
 async def test_the_secrets_corpus_never_reaches_memory(
@@ -178,7 +162,7 @@ async def test_the_secrets_corpus_never_reaches_memory(
         requests.write_text(
             "".join(json.dumps(c.body) + "\n" for c in model_api.snapshot()), encoding="utf-8"
         )
-        assert _hits([world.project, world.root / "direct", world.home, world.log, requests]) == []
+        assert corpus.hits(world.project, world.root / "direct", world.home, world.log, requests) == []
         stats = world.memsearch("stats")
         assert "Redacted so far" in stats.stdout and "summary:" in stats.stdout, stats.stdout + stats.stderr
     finally:
@@ -194,7 +178,7 @@ def test_journal_seam_redacts_and_skips_an_entirely_private_entry(tmp_path: Path
     result = append_entry(memory, JournalEntry([f"- token {S['github-token']}", *lines]))
     text = result.path.read_text(encoding="utf-8")
     assert result.written and "[REDACTED:github-token]" in text and "[REDACTED:private-key]" in text
-    assert NEEDLES.search(text.encode()) is None
+    assert corpus.kinds_in(text) == set()
     assert not append_entry(memory, JournalEntry(["<private>a", "b</private>"])).written
     assert redact.counts()["capture"] == {"github-token": 1, "private-key": 1, "private": 1}
 
