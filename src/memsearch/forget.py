@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.journal import DAY_FILE_RE, journal_files, parse_anchor_fields
+from memsearch.journal import is_journal, journal_files, parse_anchor_fields
 
 if TYPE_CHECKING:
     from memsearch.chunker import Chunk
@@ -39,7 +39,6 @@ __all__ = [
     "blocks_for_chunk",
     "blocks_for_entries",
     "entries",
-    "is_journal",
     "read_lines",
     "session_headings",
 ]
@@ -66,11 +65,6 @@ class Block:
     def span(self) -> str:
         """``lines a-b`` (1-based, as editors and ``expand`` number them)."""
         return f"lines {self.start + 1}-{self.end}"
-
-
-def is_journal(path: Path) -> bool:
-    """A daily journal (``YYYY-MM-DD.md``): memsearch's own format, removed by whole entries."""
-    return bool(DAY_FILE_RE.match(path.name))
 
 
 def read_lines(path: Path) -> list[str]:

@@ -45,10 +45,10 @@ from memsearch.forget import (
     chunk_text,
     encode,
     entries,
-    is_journal,
     session_headings,
     split_keep,
 )
+from memsearch.journal import is_journal
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig

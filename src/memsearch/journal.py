@@ -58,6 +58,7 @@ __all__ = [
     "day_file",
     "find_duplicate",
     "format_anchor",
+    "is_journal",
     "journal_files",
     "parse_anchor_fields",
     "preview_lines",
@@ -69,6 +70,14 @@ __all__ = [
 
 #: Daily journal file names; other markdown files in the memory folder are a person's notes.
 DAY_FILE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+
+
+def is_journal(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a daily journal (``YYYY-MM-DD.md``): memsearch's own format, which it
+    may rewrite (``scan --redact``, ``forget``) and dates by its name."""
+    return bool(DAY_FILE_RE.match(os.path.basename(path)))
+
+
 _COMMENT_RE = re.compile(r"<!--(.*?)-->")
 #: The most characters kept of one bullet; a runaway model line must not bloat the journal.
 MAX_BULLET_CHARS = 2000

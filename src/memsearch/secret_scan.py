@@ -21,7 +21,7 @@ from pathlib import Path
 
 from memsearch.redact import Redactor
 
-__all__ = ["Hit", "is_journal", "memory_files", "redact_journals", "scan_files"]
+__all__ = ["Hit", "memory_files", "redact_journals", "scan_files"]
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,6 @@ class Hit:
     path: Path
     line: int
     kind: str
-
-
-def is_journal(path: Path) -> bool:
-    from memsearch.journal import DAY_FILE_RE
-
-    return bool(DAY_FILE_RE.match(path.name))
 
 
 def memory_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -73,6 +67,7 @@ def redact_journals(files: Sequence[Path], redactor: Redactor) -> dict[Path, int
     """Rewrite the journals among ``files`` without their secrets; items taken out per file."""
     from memsearch import redact
     from memsearch.files import atomic_write, exclusive, open_own
+    from memsearch.journal import is_journal
 
     done: dict[Path, int] = {}
     for path in files:

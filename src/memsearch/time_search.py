@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.journal import DAY_FILE_RE
+from memsearch.journal import DAY_FILE_RE, is_journal
 from memsearch.timeframe import Window, local_today, parse_day, search_window
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def hit_day(hit: dict[str, Any]) -> tuple[dt.date | None, str]:
     """(day, ``HH:MM`` or "") of a search hit: a journal entry's time is its heading's."""
     day = source_day(str(hit.get("source", "")))
     time = ""
-    if DAY_FILE_RE.match(os.path.basename(str(hit.get("source", "")))):
+    if is_journal(str(hit.get("source", ""))):
         match = _ENTRY_TIME.match(str(hit.get("heading", "")).strip())
         time = match[1] if match else ""
     return day, time

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsearch.journal import DAY_FILE_RE, parse_anchor_fields
+from memsearch.journal import is_journal, parse_anchor_fields
 from memsearch.timeframe import Window
 
 __all__ = ["Day", "Entry", "Note", "default_memory_dir", "timeline"]
@@ -141,7 +141,7 @@ def timeline(paths: Iterable[str | os.PathLike[str]], window: Window) -> list[Da
 
     days: dict[dt.date, Day] = {}
     for path, root in _files(Path(p).expanduser().absolute() for p in paths):
-        if DAY_FILE_RE.match(path.name):
+        if is_journal(path):
             try:
                 when = dt.date.fromisoformat(path.name[:10])
             except ValueError:
