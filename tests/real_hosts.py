@@ -477,3 +477,18 @@ class Terminal:
             os.waitpid(self.pid, 0)
         with contextlib.suppress(OSError):
             os.close(self.fd)
+
+
+def seed_journals(world: World, fact: str) -> None:
+    """Four days of journals, seven entries a day, far more than a small session-start budget:
+    each entry one bullet, ``fact`` formatted with its ``day`` and ``hour`` (the budget tests of
+    the host files: the newest entry must stay, the oldest go)."""
+    memory = world.project / ".memsearch" / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    for day in range(1, 5):
+        entries = "".join(
+            f"### {hour:02d}:00\n- {fact.format(day=day, hour=hour)}\n\n" for hour in range(9, 16)
+        )
+        (memory / f"2026-11-0{day}.md").write_text(
+            f"# 2026-11-0{day}\n\n## Session 09:00\n\n{entries}", encoding="utf-8"
+        )

@@ -43,6 +43,7 @@ from real_hosts import (
     kill_world,
     leftovers,
     parrot_summaries,
+    seed_journals,
     wait_for,
 )
 
@@ -419,20 +420,6 @@ SESSION_BUDGET = 300
 PROMPT_BUDGET = 150
 
 
-def seed_journals(world: World) -> None:
-    """Four days of journal entries about the zebra-ledger, far more than ``SESSION_BUDGET``."""
-    memory = world.project / ".memsearch" / "memory"
-    memory.mkdir(parents=True, exist_ok=True)
-    for day in range(1, 5):
-        entries = "".join(
-            f"### {hour:02d}:00\n- Day {day}: zebra-ledger rollout step {day}.{hour} planned 第{day}天\n\n"
-            for hour in range(9, 16)
-        )
-        (memory / f"2026-11-0{day}.md").write_text(
-            f"# 2026-11-0{day}\n\n## Session 09:00\n\n{entries}", encoding="utf-8"
-        )
-
-
 def injected_session_context(call: ModelCall) -> str:
     """The session-start context as the model got it: from the data note to the left-out line."""
     from memsearch.framing import DATA_NOTE
@@ -449,7 +436,7 @@ def test_context_budget_and_recall_log(world: World, api: FakeModelAPI) -> None:
     install_plugin(world)
     for key, value in (("session_start_tokens", SESSION_BUDGET), ("prompt_hint_tokens", PROMPT_BUDGET)):
         world.run(["memsearch", "config", "set", f"context.{key}", str(value)], check=True)
-    seed_journals(world)
+    seed_journals(world, "Day {day}: zebra-ledger rollout step {day}.{hour} planned 第{day}天")
     collection = world.run(["memsearch", "hook", "claude-code", "collection"], check=True).stdout.strip()
     world.run(["memsearch", "index", ".memsearch/memory", "--collection", collection], check=True)
 

@@ -34,6 +34,7 @@ from real_hosts import (
     leftovers,
     make_world,
     parrot_summaries,
+    seed_journals,
     wait_for,
 )
 
@@ -404,25 +405,13 @@ def test_untrusted_hooks_are_reported_not_silent(world: World, model_api: FakeMo
 SESSION_BUDGET = 300
 
 
-def seed_journals(world: World) -> None:
-    """Four days of journal entries about the staging port, far more than ``SESSION_BUDGET``."""
-    memory = world.project / ".memsearch" / "memory"
-    memory.mkdir(parents=True, exist_ok=True)
-    for day in range(1, 5):
-        entries = "".join(
-            f"### {hour:02d}:00\n- Day {day}: staging database check {day}.{hour} on port 6543 第{day}天\n\n"
-            for hour in range(9, 16)
-        )
-        (memory / f"2026-11-0{day}.md").write_text(f"# 2026-11-0{day}\n\n## Session 09:00\n\n{entries}")
-
-
 def test_context_budget_and_recall_log(world: World, model_api: FakeModelAPI) -> None:
     from memsearch.context_budget import count_tokens
     from memsearch.framing import DATA_NOTE
 
     install(world)
     memsearch(world, "config", "set", "context.session_start_tokens", str(SESSION_BUDGET))
-    seed_journals(world)
+    seed_journals(world, "Day {day}: staging database check {day}.{hour} on port 6543 第{day}天")
     collection = memsearch(world, "hook", "codex", "collection").strip()
     memsearch(world, "index", ".memsearch/memory", "--collection", collection)
     script_recall(world, model_api, collection)
