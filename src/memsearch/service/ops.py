@@ -20,13 +20,11 @@ if TYPE_CHECKING:
 Op = Callable[["MemSearch", dict[str, Any]], Coroutine[Any, Any, Any]]
 
 
-#: The optional arguments of ``search`` passed through as they came (checked by ``protocol.ARGS``).
-_SEARCH_OPTIONS = ("source_prefix", "since", "until", "today", "time_phrases", "recency_half_life")
-
-
 async def _search(ms: MemSearch, args: dict[str, Any]) -> Any:
-    options = {name: args[name] for name in _SEARCH_OPTIONS if name in args}
-    return await ms.search(args["query"], top_k=args["top_k"], **options)
+    """``search`` with every argument the request gave: ``protocol.ARGS`` already refused any other
+    name and a wrong type, so its table is the one list of what ``search`` takes."""
+    options = {name: value for name, value in args.items() if name != "query"}
+    return await ms.search(args["query"], **options)
 
 
 async def _expand(ms: MemSearch, args: dict[str, Any]) -> Any:
