@@ -108,9 +108,9 @@ class LazyGroup(click.Group):
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from memsearch import __version__
+    from memsearch.version import package_version
 
-    click.echo(f"memsearch, version {__version__}")
+    click.echo(f"memsearch, version {package_version()}")
     ctx.exit()
 
 

@@ -58,8 +58,8 @@ def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
     from mcp.server.mcpserver import MCPServer
     from mcp.types import Tool, ToolAnnotations
 
-    from memsearch import __version__
     from memsearch.mcp.resources import resource_readers
+    from memsearch.version import package_version
 
     class CompactServer(MCPServer):
         """Tool schemas are sent with every request a host makes: list them compact."""
@@ -69,7 +69,7 @@ def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
             return [t.model_copy(update={"input_schema": compact_schema(t.input_schema)}) for t in listed]
 
     server: MCPServer = CompactServer(
-        name="memsearch", version=__version__, instructions=_INSTRUCTIONS, log_level="WARNING"
+        name="memsearch", version=package_version(), instructions=_INSTRUCTIONS, log_level="WARNING"
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     from memsearch.mcp.recall import logged

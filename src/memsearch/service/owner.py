@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from memsearch.engine.ownership import HERE
 from memsearch.errors import (
     MemSearchError,
     PrivatePathError,
@@ -36,7 +37,6 @@ from memsearch.errors import (
     ServiceRunningError,
     ServiceUnavailableError,
 )
-from memsearch.ownership import HERE
 from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
 from memsearch.service.paths import lock_is_held, service_paths, store_key
 
@@ -65,7 +65,7 @@ _exit_hook = False
 
 
 def is_lite(uri: str) -> bool:
-    from memsearch.uri import resolve_uri
+    from memsearch.store.uri import resolve_uri
 
     return resolve_uri(uri).path is not None
 
