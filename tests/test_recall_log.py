@@ -36,7 +36,7 @@ def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
 
 def test_appends_from_many_processes_lose_no_line() -> None:
     script = (
-        "import sys\nfrom memsearch import recall_log\nfrom memsearch.config import MemSearchConfig\n"
+        "import sys\nfrom memsearch.agent import recall_log\nfrom memsearch.config import MemSearchConfig\n"
         "cfg = MemSearchConfig()\n"
         "for i in range(150):\n"
         "    recall_log.record(cfg, 'c1', 'search', session=f's{sys.argv[1]}', host='h', query='q' * 300,"
