@@ -1,4 +1,4 @@
-"""The fast Milvus Lite search path (memsearch.lite_search) answers exactly as the engine does.
+"""The fast Milvus Lite search path (memsearch.store.lite.fast_search) answers exactly as the engine does.
 
 Real Lite stores with several sealed segments, keys upserted again in a later segment, flushed
 deletes, duplicate vectors and texts (ties), a zero vector, English and Chinese queries, filters
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from memsearch.lite import LiteClient
-from memsearch.lite_search import LiteSearcher, supported
 from memsearch.store import MilvusStore, fuse, source_prefix_filter
+from memsearch.store.lite import LiteClient
+from memsearch.store.lite.fast_search import LiteSearcher
 from memsearch.store.rows import QUERY_FIELDS
 
 DIM = 16
@@ -150,10 +150,6 @@ def _bm25(searcher: LiteSearcher, text: str) -> Any:
     return searcher.search(
         text, field="sparse_vector", metric="BM25", limit=3, expr=None, output_fields=QUERY_FIELDS
     )
-
-
-def test_this_milvus_lite_is_the_one_the_fast_path_reproduces() -> None:
-    assert supported()
 
 
 def test_fast_path_equals_the_engine_on_sealed_segments(store: MilvusStore) -> None:

@@ -389,6 +389,21 @@ def describe_service(uri: str) -> str:
     return f"Memory service: running (pid {info.get('pid', '?')}, {how}{until})"
 
 
+def describe_fast_path(uri: str) -> str:
+    """The Lite fast search path's state in the process that owns ``uri``'s store, for ``memsearch
+    stats``: the running service's (it answers every search), else this process's (it opens the
+    store itself). "" for a server URI, and while the fast path is plainly on: stats prints a line
+    only when searches are slower than they should be."""
+    from memsearch.store.lite import fast_path_line
+    from memsearch.uri import resolve_uri
+
+    if resolve_uri(uri).path is None:
+        return ""
+    client = connect(uri)
+    line = fast_path_line() if client is None else str(client.ping().get("lite_fast_path") or "")
+    return "" if line.startswith("Lite fast path: on (") and line.endswith(")") else line
+
+
 def _time_args(
     query: str,
     since: str | dt.date | None,
