@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,6 +79,30 @@ def test_this_milvus_lite_is_the_one_the_fast_path_reproduces() -> None:
 
     assert compat.supported()
     assert compat.decision() == (True, f"milvus-lite {version('milvus-lite')}")
+
+
+def test_a_failure_at_run_time_warns_once_and_is_counted_for_stats() -> None:
+    """``LiteClient`` hands every fast-path exception to ``compat.failed`` and lets the engine answer;
+    in a fresh process (the warning is once per process) two failures give one line, and the state
+    line counts both."""
+    code = (
+        "from memsearch.store.lite import compat\n"
+        "compat.failed(ValueError('first'))\n"
+        "compat.failed(KeyError('second'))\n"
+        "compat.warn_off('not repeated either')\n"
+        "print(compat.state_line())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "Milvus Lite fast search path failed (ValueError: first); the engine's own search answered: "
+        "same results, several times slower (`memsearch stats` counts the failures)"
+    ]
+    version = compat.decision()[1]
+    assert proc.stdout == (
+        f"Lite fast path: on ({version}), but it failed 2 times in this process, "
+        "the last: KeyError: 'second'\n"
+    )
 
 
 # -- run time: a real release outside the range ------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import socket
 import stat
 import sys
@@ -401,7 +402,7 @@ def describe_fast_path(uri: str) -> str:
         return ""
     client = connect(uri)
     line = fast_path_line() if client is None else str(client.ping().get("lite_fast_path") or "")
-    return "" if line.startswith("Lite fast path: on (") and line.endswith(")") else line
+    return "" if re.fullmatch(r"Lite fast path: on \([^()]*\)", line) else line
 
 
 def _time_args(

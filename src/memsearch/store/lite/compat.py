@@ -99,12 +99,7 @@ def supported() -> bool:
 
 def warn_off(why: str) -> None:
     """One WARNING line per process: the fast path is off, why, and what it costs."""
-    global _warned
-    with _lock:
-        if _warned:
-            return
-        _warned = True
-    logger.warning("Milvus Lite fast search path off: %s; %s", why, COST)
+    _warn_once(f"Milvus Lite fast search path off: {why}; {COST}")
 
 
 def failed(exc: BaseException) -> None:
@@ -113,9 +108,21 @@ def failed(exc: BaseException) -> None:
     global _failures, _last_failure
     with _lock:
         _failures += 1
-        _last_failure = f"{type(exc).__name__}: {exc}"
+        _last_failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
     logger.debug("the fast search path failed; the engine answers", exc_info=exc)
-    warn_off(f"it failed at run time ({_last_failure})")
+    _warn_once(
+        f"Milvus Lite fast search path failed ({_last_failure}); the engine's own search answered: "
+        "same results, several times slower (`memsearch stats` counts the failures)"
+    )
+
+
+def _warn_once(line: str) -> None:
+    global _warned
+    with _lock:
+        if _warned:
+            return
+        _warned = True
+    logger.warning("%s", line)
 
 
 def state_line() -> str:
