@@ -5,6 +5,10 @@ deletes, duplicate vectors and texts (ties), a zero vector, English and Chinese 
 and limits from 1 to more than the rows: every search through the fast path must equal, hit for
 hit (ids, distances to the last bit, fields), what milvus-lite's own ``Collection.search`` returns
 on the same collection. Writes not flushed yet are left to the engine.
+
+The tests call ``LiteSearcher`` directly, past the version gate (``memsearch.store.lite.compat``):
+``python -m evaluation.lite_drift`` runs this file against the newest milvus-lite to tell whether
+the pinned range can be widened. That this milvus-lite is in the range is tests/test_lite_fence.py's.
 """
 
 from __future__ import annotations
