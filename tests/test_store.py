@@ -104,7 +104,7 @@ def test_import_does_not_load_pymilvus_or_jieba() -> None:
 
 
 def test_lite_store_never_loads_pymilvus_or_grpc(tmp_path: Path) -> None:
-    """Milvus Lite is driven in-process (memsearch.lite): no pymilvus import, no gRPC server."""
+    """Milvus Lite is driven in-process (memsearch.store.lite): no pymilvus import, no gRPC server."""
     code = (
         "import sys\n"
         "from memsearch.store import MilvusStore\n"

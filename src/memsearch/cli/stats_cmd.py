@@ -28,7 +28,7 @@ def stats(recall: bool, days: int, json_output: bool, **flags: Any) -> None:
       memsearch stats --recall --days 30
     """
     from memsearch.engine.memory import open_memory
-    from memsearch.service.client import describe_service
+    from memsearch.service.client import describe_fast_path, describe_service
 
     cfg = resolve(flags)
     if recall or json_output:
@@ -38,9 +38,9 @@ def stats(recall: bool, days: int, json_output: bool, **flags: Any) -> None:
         return
     with open_memory(cfg) as memory:
         click.echo(f"Total indexed chunks: {memory.count(missing_ok=False)}")
-    line = describe_service(cfg.milvus.uri)
-    if line:
-        click.echo(line)
+    for line in (describe_service(cfg.milvus.uri), describe_fast_path(cfg.milvus.uri)):
+        if line:
+            click.echo(line)
     for line in redaction_lines():
         click.echo(line)
 

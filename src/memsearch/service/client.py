@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import socket
 import stat
 import sys
@@ -387,6 +388,21 @@ def describe_service(uri: str) -> str:
     idle = info.get("idle_timeout")
     until = f", exits after {idle:g} s idle" if isinstance(idle, (int, float)) else ""
     return f"Memory service: running (pid {info.get('pid', '?')}, {how}{until})"
+
+
+def describe_fast_path(uri: str) -> str:
+    """The Lite fast search path's state in the process that owns ``uri``'s store, for ``memsearch
+    stats``: the running service's (it answers every search), else this process's (it opens the
+    store itself). "" for a server URI, and while the fast path is plainly on: stats prints a line
+    only when searches are slower than they should be."""
+    from memsearch.store.lite import fast_path_line
+    from memsearch.store.uri import resolve_uri
+
+    if resolve_uri(uri).path is None:
+        return ""
+    client = connect(uri)
+    line = fast_path_line() if client is None else str(client.ping().get("lite_fast_path") or "")
+    return "" if re.fullmatch(r"Lite fast path: on \([^()]*\)", line) else line
 
 
 def _time_args(

@@ -517,6 +517,8 @@ class MemoryService:
         return True
 
     def _op_ping(self, _ms: MemSearch | None, _args: dict[str, Any], _env: dict[str, str]) -> dict[str, Any]:
+        from memsearch.store.lite import fast_path_line
+
         return {
             "pid": os.getpid(),
             "store": self.paths.store,
@@ -528,6 +530,8 @@ class MemoryService:
             "command": self.command,
             "idle": self._activity.idle_seconds(),
             "last_request": self._activity.last_request(),
+            # this process owns the store: its fast path is the one searches use (``memsearch stats``)
+            "lite_fast_path": fast_path_line(),
         }
 
     def _op_stop(self, _ms: MemSearch | None, _args: dict[str, Any], _env: dict[str, str]) -> dict[str, Any]:

@@ -3,14 +3,19 @@
 Owns the collection schema (the original's), hybrid dense + BM25 search fused by RRF, upsert,
 delete and paginated scalar queries, filter-expression escaping, and turning every driver failure
 into a :mod:`memsearch.errors` class with a hint. Milvus Lite is driven in this process by
-:mod:`memsearch.lite`, without pymilvus; pymilvus is imported (inside functions only: it costs
-~0.8 s) for Milvus servers and Zilliz Cloud alone.
+:mod:`memsearch.store.lite`, without pymilvus; pymilvus is imported (inside functions only: it costs
+~0.8 s) for Milvus servers and Zilliz Cloud alone. Both are one typed driver interface
+(:class:`~memsearch.store.driver.StoreDriver`).
 
 The package is split along those parts; this module re-exports their public names, so
 ``from memsearch.store import ...`` keeps working:
 
 - :mod:`~memsearch.store.milvus`: ``MilvusStore`` (schema, writes, the search legs, queries);
 - :mod:`~memsearch.store.connect`: opening Milvus Lite (waiting for a held database) or a server;
+- :mod:`~memsearch.store.driver`: the typed driver interface, and pymilvus' client adapted to it;
+- :mod:`~memsearch.store.lite`: Milvus Lite in this process, the one package that reads
+  milvus-lite's internals (its fast search path, pinned to the releases it was verified on);
+- :mod:`~memsearch.store.schema`: the collection's schema and indexes;
 - :mod:`~memsearch.store.fusion`: the two legs, their weights per query, weighted RRF;
 - :mod:`~memsearch.store.filters`: filter expressions, every value escaped;
 - :mod:`~memsearch.store.rows`: values as stored (UTF-8, byte limits) and upsert batches;

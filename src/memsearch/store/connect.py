@@ -1,9 +1,9 @@
 """Connecting to Milvus: Milvus Lite driven in this process, or pymilvus for a server.
 
 Owns the checks made before a Lite database is opened (platform, ``.db`` suffix, a database file
-from an older Milvus Lite, its directory), waiting for a database another process holds, and the
-driver's schema types. pymilvus is imported only for a server (it costs ~0.8 s), and installed only
-with the ``server`` extra.
+from an older Milvus Lite, its directory), and waiting for a database another process holds. Both
+kinds come out as one typed :class:`~memsearch.store.driver.StoreDriver`. pymilvus is imported
+only for a server (it costs ~0.8 s), and installed only with the ``server`` extra.
 """
 
 from __future__ import annotations
@@ -31,14 +31,7 @@ from memsearch.store.driver_errors import (
 from memsearch.store.uri import SERVER_PREFIXES, StoreLocation
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from pymilvus import MilvusClient
-
-    from memsearch.lite import LiteClient
-
-    #: pymilvus' client for servers; for Lite, the in-process client answering the same calls.
-    Client: TypeAlias = MilvusClient | LiteClient
+    from memsearch.store.driver import StoreDriver
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +39,7 @@ CONNECT_TIMEOUT = 5.0  # seconds; an unreachable server must fail fast
 LOCK_POLL_INTERVAL = 0.2  # seconds between attempts on a locked Lite database
 
 
-def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) -> Client:
+def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) -> StoreDriver:
     path = location.path
     assert path is not None
     if sys.platform == "win32":
@@ -71,7 +64,7 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
             raise legacy_file_error(path, major)
     _private_store_dir(path)
 
-    from memsearch.lite import LiteClient
+    from memsearch.store.lite import LiteClient
 
     logging.getLogger("jieba").addFilter(JIEBA_QUIET)  # idempotent
     deadline = time.monotonic() + max(0.0, lock_timeout)
@@ -133,12 +126,14 @@ def _private_store_dir(path: Path) -> None:
         ) from None
 
 
-def _open_server(location: StoreLocation, token: str | None, lock_timeout: float) -> Client:
-    MilvusClient = _pymilvus(location).MilvusClient
+def _open_server(location: StoreLocation, token: str | None, lock_timeout: float) -> StoreDriver:
+    from memsearch.store.driver import ServerDriver
 
+    pymilvus = _pymilvus(location)
     with quiet():
         try:
-            return MilvusClient(uri=location.uri, token=token or "", timeout=CONNECT_TIMEOUT)
+            client = pymilvus.MilvusClient(uri=location.uri, token=token or "", timeout=CONNECT_TIMEOUT)
+            return ServerDriver(client, pymilvus)
         except Exception as exc:
             if not is_driver_error(exc):
                 raise
@@ -153,27 +148,17 @@ def _open_server(location: StoreLocation, token: str | None, lock_timeout: float
 
 
 #: Location kind -> how to open a client for it (all take location, token, lock timeout).
-_CONNECTORS: dict[str, Callable[[StoreLocation, str | None, float], Client]] = {
+_CONNECTORS: dict[str, Callable[[StoreLocation, str | None, float], StoreDriver]] = {
     "lite": _open_lite,
     "server": _open_server,
 }
 
 
-def open_client(location: StoreLocation, *, token: str | None, lock_timeout: float) -> Client:
-    """A connected client for ``location``: Milvus Lite in this process, or pymilvus for a server.
+def open_driver(location: StoreLocation, *, token: str | None, lock_timeout: float) -> StoreDriver:
+    """The driver for ``location``: Milvus Lite in this process, or pymilvus for a server.
 
     Every failure is a :class:`~memsearch.errors.StoreConnectionError` (or its Lite subclasses:
     locked, damaged) with a hint; a Lite database another process holds is waited for up to
     ``lock_timeout`` seconds.
     """
     return _CONNECTORS[location.kind](location, token, lock_timeout)
-
-
-def schema_types(location: StoreLocation) -> tuple[Any, Any, Any]:
-    """(DataType, Function, FunctionType) of the driver for ``location``."""
-    if location.is_local:
-        from memsearch.lite import LiteClient
-
-        return LiteClient.schema_types()
-    pymilvus = _pymilvus(location)
-    return pymilvus.DataType, pymilvus.Function, pymilvus.FunctionType

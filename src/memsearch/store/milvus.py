@@ -2,8 +2,9 @@
 
 Owns the collection's schema (the original's) and its life (adopt, create, drop), upsert, delete,
 the two search legs and the one place they are run and fused into a result list (``search``), and
-paginated scalar queries. Connecting is :mod:`memsearch.store.connect`'s. Every driver call goes
-through ``_call``, so every driver failure becomes a :mod:`memsearch.errors` class
+paginated scalar queries. Connecting is :mod:`memsearch.store.connect`'s. The driver is one typed
+interface for Lite and servers (:class:`~memsearch.store.driver.StoreDriver`); every call to it
+goes through ``_guard``, so every driver failure becomes a :mod:`memsearch.errors` class
 (:mod:`memsearch.store.driver_errors`).
 """
 
@@ -13,7 +14,7 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memsearch import errors
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI
@@ -22,7 +23,7 @@ from memsearch.store.analyzer import (
     analyzer_params_for,
     prepare_jieba,
 )
-from memsearch.store.connect import open_client, schema_types
+from memsearch.store.connect import open_driver
 from memsearch.store.driver_errors import (
     GENERIC_HINT,
     damaged_error,
@@ -40,19 +41,21 @@ from memsearch.store.fusion import (
     hit_to_result,
 )
 from memsearch.store.rows import (
-    FIELD_MAX_BYTES,
     QUERY_FIELDS,
     batches,
     chunked,
     prepare_rows,
     stored_value,
 )
+from memsearch.store.schema import chunk_schema
 from memsearch.store.uri import StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
-    from memsearch.store.connect import Client
+    from memsearch.store.driver import StoreDriver
 
 logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DEFAULT_URI = DEFAULT_MILVUS_URI  # the schema's default (memsearch.config.schema), under its old name
 
@@ -98,7 +101,7 @@ class MilvusStore:
         self._dimension = dimension
         self._description = description
         self._lock_timeout = lock_timeout
-        self._client: Client | None = None
+        self._client: StoreDriver | None = None
         self._exists = False
         self._analyzer = "standard"
         self._collection_dimension: int | None = None
@@ -116,7 +119,7 @@ class MilvusStore:
         self._connect()
 
     def _connect(self) -> None:
-        self._client = open_client(self._location, token=self._token, lock_timeout=self._lock_timeout)
+        self._client = open_driver(self._location, token=self._token, lock_timeout=self._lock_timeout)
         if not self._adopt:
             return
         try:
@@ -127,7 +130,7 @@ class MilvusStore:
 
     # -- calling the driver -------------------------------------------------------------------
 
-    def _guard(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _guard(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Call a driver function quietly; driver exceptions become memsearch errors."""
         with quiet():
             try:
@@ -137,7 +140,9 @@ class MilvusStore:
                     raise
                 raise self._translate(exc) from exc
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _driver(self) -> StoreDriver:
+        """The connected driver (connecting first to a Lite database that appeared since); call its
+        operations through :meth:`_guard`, e.g. ``self._guard(self._driver().flush, name)``."""
         if self._client is None and not self._closed:
             path = self._location.path
             if path is None or not path.exists():
@@ -147,7 +152,7 @@ class MilvusStore:
             raise errors.StoreError(
                 f"The store for {self._location.display} is closed", hint="Open a new MilvusStore."
             )
-        return self._guard(getattr(self._client, method), *args, **kwargs)
+        return self._client
 
     def _translate(self, exc: BaseException) -> errors.StoreError:
         code, message = driver_message(exc)
@@ -169,7 +174,7 @@ class MilvusStore:
     # -- the collection -----------------------------------------------------------------------
 
     def _ensure_collection(self) -> None:
-        if self._call("has_collection", self._collection):
+        if self._guard(self._driver().has_collection, self._collection):
             self._adopt_existing()
         elif self._create:
             self._create_collection()
@@ -207,7 +212,7 @@ class MilvusStore:
         )
 
     def _adopt_existing(self) -> None:
-        info = self._call("describe_collection", self._collection)
+        info = self._guard(self._driver().describe_collection, self._collection)
         fields = {field.get("name"): field for field in info.get("fields", [])}
         dim_raw = fields.get("embedding", {}).get("params", {}).get("dim")
         existing_dim = int(dim_raw) if dim_raw is not None else None
@@ -218,60 +223,33 @@ class MilvusStore:
         properties = info.get("properties") or {}
         self._description = info.get("description") or str(properties.get(_DESCRIPTION_PROPERTY, ""))
         # A reopened database starts with its indexed collections released: load before searching.
-        self._call("load_collection", self._collection)
+        self._guard(self._driver().load_collection, self._collection)
         self._exists = True
 
     def _create_collection(self) -> None:
         assert self._dimension is not None and self._client is not None
-        DataType, Function, FunctionType = schema_types(self._location)
+        driver = self._driver()
         analyzer_params = self._analyzer_params
-        schema = self._client.create_schema(enable_dynamic_field=True, description=self._description)
-        schema.add_field(
-            "chunk_hash", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["chunk_hash"], is_primary=True
-        )
-        schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self._dimension)
-        content_params: dict[str, Any] = {"max_length": FIELD_MAX_BYTES["content"], "enable_analyzer": True}
-        if analyzer_params is not None:
-            content_params["analyzer_params"] = analyzer_params
-        schema.add_field("content", DataType.VARCHAR, **content_params)
-        schema.add_field("sparse_vector", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_field("source", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["source"])
-        schema.add_field("heading", DataType.VARCHAR, max_length=FIELD_MAX_BYTES["heading"])
-        schema.add_field("heading_level", DataType.INT64)
-        schema.add_field("start_line", DataType.INT64)
-        schema.add_field("end_line", DataType.INT64)
-        schema.add_function(
-            Function(
-                name="bm25_fn",
-                function_type=FunctionType.BM25,
-                input_field_names=["content"],
-                output_field_names=["sparse_vector"],
-            )
-        )
-        index_params = self._client.prepare_index_params()
-        index_params.add_index(field_name="embedding", index_type="FLAT", metric_type="COSINE")
-        index_params.add_index(
-            field_name="sparse_vector", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
-        )
+        schema, index_params = chunk_schema(driver, self._dimension, self._description, analyzer_params)
         # Milvus Lite drops schema descriptions; a collection property keeps it there too.
         properties = {_DESCRIPTION_PROPERTY: self._description} if self._description else {}
         try:
-            self._call(
-                "create_collection",
+            self._guard(
+                driver.create_collection,
                 self._collection,
                 schema=schema,
                 consistency_level="Strong",  # a hook's write is visible to the next prompt's search
                 properties=properties,
             )
         except errors.StoreError:
-            if self._call("has_collection", self._collection):  # another process created it first
+            if self._guard(driver.has_collection, self._collection):  # another process created it first
                 self._adopt_existing()
                 return
             raise
         # Indexes on an empty collection are ready at once; pymilvus's default synchronous wait
         # polls every 0.5 s per index (a full second per new collection) for nothing.
-        self._call("create_index", self._collection, index_params, sync=False)
-        self._call("load_collection", self._collection)
+        self._guard(driver.create_index, self._collection, index_params, sync=False)
+        self._guard(driver.load_collection, self._collection)
         self._collection_dimension = self._dimension
         self._analyzer = analyzer_name({"analyzer_params": analyzer_params})
         self._exists = True
@@ -280,7 +258,7 @@ class MilvusStore:
         """Raise CollectionNotFoundError unless the collection exists (it may have appeared since)."""
         if self._exists:
             return
-        if self._call("has_collection", self._collection):
+        if self._guard(self._driver().has_collection, self._collection):
             self._adopt_existing()
             return
         raise self._not_found()
@@ -289,7 +267,11 @@ class MilvusStore:
         """Forget the collection if it has gone since this store saw it: another memory of the same
         database (the store's owner serves several) dropped it with ``reset``. The next write then
         creates it again instead of failing."""
-        if self._exists and self._client is not None and not self._call("has_collection", self._collection):
+        if (
+            self._exists
+            and self._client is not None
+            and not self._guard(self._driver().has_collection, self._collection)
+        ):
             self._exists = False
 
     def _ready_analyzer(self) -> None:
@@ -353,10 +335,10 @@ class MilvusStore:
         written = 0
         for batch in batches(prepare_rows(chunks)):
             try:
-                result = self._call("upsert", self._collection, data=batch)
+                result = self._guard(self._driver().upsert, self._collection, data=batch)
             except errors.CollectionNotFoundError:  # dropped meanwhile (see refresh): create it again
                 self.ensure_collection()
-                result = self._call("upsert", self._collection, data=batch)
+                result = self._guard(self._driver().upsert, self._collection, data=batch)
             count = result.get("upsert_count") if isinstance(result, dict) else None
             written += int(count) if count is not None else len(batch)
         return written
@@ -364,7 +346,7 @@ class MilvusStore:
     def delete_by_source(self, source: str) -> None:
         """Delete every chunk of one source file."""
         self._require_collection()
-        self._call("delete", self._collection, filter=source_equals(source))
+        self._guard(self._driver().delete, self._collection, filter=source_equals(source))
 
     def delete_by_hashes(self, hashes: Iterable[str]) -> None:
         """Delete chunks by primary key (no-op for none)."""
@@ -373,12 +355,12 @@ class MilvusStore:
             return
         self._require_collection()
         for batch in chunked(ids, DELETE_BATCH):
-            self._call("delete", self._collection, ids=list(batch))
+            self._guard(self._driver().delete, self._collection, ids=list(batch))
 
     def drop(self) -> None:
         """Drop the collection if it exists (a no-op otherwise)."""
-        if self._client is not None and self._call("has_collection", self._collection):
-            self._call("drop_collection", self._collection)
+        if self._client is not None and self._guard(self._driver().has_collection, self._collection):
+            self._guard(self._driver().drop_collection, self._collection)
         self._exists = False
 
     # -- searching ----------------------------------------------------------------------------
@@ -437,7 +419,13 @@ class MilvusStore:
         def rows(text: str, limit: int) -> list[dict[str, Any]]:
             expr = content_holds(text) + (f" and ({filter_expr})" if filter_expr else "")
             return list(
-                self._call("query", self._collection, filter=expr, output_fields=QUERY_FIELDS, limit=limit)
+                self._guard(
+                    self._driver().query,
+                    self._collection,
+                    filter=expr,
+                    output_fields=QUERY_FIELDS,
+                    limit=limit,
+                )
             )
 
         return rows
@@ -459,8 +447,8 @@ class MilvusStore:
             self._ready_analyzer()
         data: list[Any] = [query or ""] if leg == "sparse" else [list(query)]
         try:
-            found = self._call(
-                "search",
+            found = self._guard(
+                self._driver().search,
                 self._collection,
                 data=data,
                 anns_field=field,
@@ -480,8 +468,12 @@ class MilvusStore:
         return list(found[0]) if found else []
 
     def _is_empty(self) -> bool:
-        rows = self._call(
-            "query", self._collection, filter='chunk_hash != ""', output_fields=["chunk_hash"], limit=1
+        rows = self._guard(
+            self._driver().query,
+            self._collection,
+            filter='chunk_hash != ""',
+            output_fields=["chunk_hash"],
+            limit=1,
         )
         return not rows
 
@@ -495,12 +487,18 @@ class MilvusStore:
         """
         self._require_collection()
         page = max(1, int(self.page_size))
-        first = self._call("query", self._collection, filter=filter_expr, output_fields=fields, limit=page)
+        first = self._guard(
+            self._driver().query, self._collection, filter=filter_expr, output_fields=fields, limit=page
+        )
         if len(first) < page:
             yield from first
             return
-        iterator = self._call(
-            "query_iterator", self._collection, batch_size=page, filter=filter_expr, output_fields=fields
+        iterator = self._guard(
+            self._driver().query_iterator,
+            self._collection,
+            batch_size=page,
+            filter=filter_expr,
+            output_fields=fields,
         )
         try:
             while True:
@@ -522,8 +520,8 @@ class MilvusStore:
     def get_by_hash(self, chunk_hash: str) -> dict[str, Any] | None:
         """The chunk with this primary key, or None."""
         self._require_collection()
-        rows = self._call(
-            "query",
+        rows = self._guard(
+            self._driver().query,
             self._collection,
             filter=f'chunk_hash == "{escape_filter_value(chunk_hash)}"',
             output_fields=QUERY_FIELDS,
@@ -558,16 +556,15 @@ class MilvusStore:
         """Every source file that has at least one chunk (on Milvus Lite from the search snapshot's
         arrays when it is flushed: ``LiteSearcher.distinct``)."""
         self._require_collection()
-        if hasattr(self._client, "distinct"):
-            fast = self._call("distinct", self._collection, "source")
-            if fast is not None:
-                return {str(source) for source in fast}
+        fast = self._guard(self._driver().distinct, self._collection, "source")
+        if fast is not None:
+            return {str(source) for source in fast}
         return set(self.sources_with_counts())
 
     def count(self) -> int:
         """Number of chunks, from a consistent ``count(*)`` (row-count stats lag on a server)."""
         self._require_collection()
-        rows = self._call("query", self._collection, filter="", output_fields=["count(*)"])
+        rows = self._guard(self._driver().query, self._collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
     def flush(self) -> None:
@@ -575,7 +572,7 @@ class MilvusStore:
         in Python (2,000 fresh rows: ~125 ms a search, ~14 ms after a flush), so the indexer flushes
         after a run that changed anything."""
         self._require_collection()
-        self._call("flush", self._collection)
+        self._guard(self._driver().flush, self._collection)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -8,8 +8,11 @@ through it and ~12 ms directly. The database directory is written by the same en
 so an index built here opens with pymilvus (as the original memsearch opens it) and the other way
 round; tests/test_store.py checks both directions.
 
-:class:`LiteClient` answers the part of ``pymilvus.MilvusClient`` that ``MilvusStore`` calls, with
-the same arguments and result shapes, so the store has one code path for Lite and for servers.
+:class:`LiteClient` is the Lite :class:`~memsearch.store.driver.StoreDriver`: the part of
+``pymilvus.MilvusClient`` that ``MilvusStore`` calls, with the same arguments and result shapes, so
+the store has one code path for Lite and for servers. Its single-query searches go through the
+fast path (:mod:`memsearch.store.lite.fast_search`) when :mod:`memsearch.store.lite.compat` says the
+installed milvus-lite is one it was verified on.
 Engine failures of every type come out as milvus-lite errors (its gRPC layer answered them as a
 status with the reason), which the store turns into one-line memsearch errors like any driver error.
 """
@@ -24,8 +27,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memsearch.store.lite import compat
+
 if TYPE_CHECKING:
-    from memsearch.lite_search import LiteSearcher
+    from memsearch.store.lite.fast_search import LiteSearcher
 
 F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger("memsearch.store")
@@ -328,7 +333,7 @@ class LiteClient:
         output_fields: list[str] | None = None,
     ) -> list[list[dict[str, Any]]]:
         collection = self._collection(name)
-        if len(data) == 1 and not search_params.get("params"):
+        if len(data) == 1 and not search_params.get("params") and compat.supported():
             # One query (the store's legs): the engine's answer without its per-row loops.
             try:
                 fast = self._searcher(name, collection).search(
@@ -339,8 +344,8 @@ class LiteClient:
                     expr=filter or None,
                     output_fields=output_fields,
                 )
-            except Exception:  # a case the fast path misjudged: the engine's own search answers
-                logger.debug("lite_search failed; the engine searches", exc_info=True)
+            except Exception as exc:  # a case the fast path misjudged: the engine's own search answers
+                compat.failed(exc)
                 fast = None
             if fast is not None:
                 return fast
@@ -360,16 +365,18 @@ class LiteClient:
         """The distinct values of ``field`` among the live rows, from the search snapshot's arrays
         (None when it does not apply: the caller queries)."""
         collection = self._collection(name)
+        if not compat.supported():
+            return None
         try:
             return self._searcher(name, collection).distinct(field)
-        except Exception:  # a case the fast path misjudged: the engine's query answers
-            logger.debug("lite_search distinct failed; the engine queries", exc_info=True)
+        except Exception as exc:  # a case the fast path misjudged: the engine's query answers
+            compat.failed(exc)
             return None
 
     def _searcher(self, name: str, collection: Any) -> LiteSearcher:
         """The fast search path of collection ``name`` (one per name: a dropped and recreated
         collection is a new object, and replaces the old one's cache)."""
-        from memsearch.lite_search import LiteSearcher
+        from memsearch.store.lite.fast_search import LiteSearcher
 
         searcher = self._searchers.get(name)
         if searcher is None or searcher.collection is not collection:

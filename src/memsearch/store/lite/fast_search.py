@@ -15,7 +15,7 @@ rounding and tie order; tests/test_lite_search.py compares both on real stores (
 upserted and deleted rows, filters). Anything this path does not cover is left to the engine:
 unflushed rows or deletes in the write buffer, an ANN index other than FLAT, a sparse column it
 cannot decode (:meth:`_Bm25.build`), another milvus-lite release (it reads the engine's internals,
-so it only runs on the release it was checked against: :data:`SUPPORTED`).
+so it only runs on the releases it was checked against: :mod:`memsearch.store.lite.compat`).
 """
 
 from __future__ import annotations
@@ -24,34 +24,6 @@ import math
 import threading
 from collections.abc import Sequence
 from typing import Any
-
-#: milvus-lite releases whose internals this module was checked against (major.minor).
-SUPPORTED = ("3.2",)
-
-
-def _supported() -> bool:
-    try:
-        import importlib.metadata
-
-        import numpy
-
-        version = importlib.metadata.version("milvus-lite")
-        # NumPy 2's scalar promotion (NEP 50) is what makes array and per-row arithmetic agree.
-        numpy_major = int(numpy.__version__.split(".", 1)[0])
-    except Exception:
-        return False
-    return numpy_major >= 2 and any(version == v or version.startswith(v + ".") for v in SUPPORTED)
-
-
-_SUPPORTED: bool | None = None
-
-
-def supported() -> bool:
-    """Whether the installed milvus-lite and NumPy are the ones this path reproduces (cached)."""
-    global _SUPPORTED
-    if _SUPPORTED is None:
-        _SUPPORTED = _supported()
-    return _SUPPORTED
 
 
 class _Bm25:
@@ -149,7 +121,9 @@ class _Snapshot:
 
 class LiteSearcher:
     """The fast search path for one collection object; :meth:`search` returns None when it does not
-    apply (the caller then asks the engine)."""
+    apply (the caller then asks the engine). The caller asks :func:`memsearch.store.lite.compat.supported`
+    first (``LiteClient`` does); the equivalence tests and the drift check call it directly, so they
+    can compare it with the engine of any milvus-lite release."""
 
     def __init__(self, collection: Any) -> None:
         self._collection = collection
@@ -238,7 +212,7 @@ class LiteSearcher:
     ) -> list[list[dict[str, Any]]] | None:
         """One query's hits as the engine's ``Collection.search`` returns them, or None."""
         coll = self._collection
-        if not supported() or limit <= 0:
+        if limit <= 0:
             return None
         from milvus_lite.schema.types import DataType
 

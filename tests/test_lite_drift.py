@@ -1,0 +1,52 @@
+"""``python -m evaluation.lite_drift``, CI's report on the newest milvus-lite: one line, exit 0.
+
+Run as CI runs it (a real process, the real package index): a release whose engine the fast path
+no longer equals is named with the tests that differ, and an index that does not answer gives a
+"skipped" line, never a failed build.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from memsearch.store.lite import MILVUS_LITE_RANGE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def drift(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evaluation.lite_drift", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=240,
+    )
+
+
+def test_a_release_the_fast_path_does_not_equal_is_named_with_its_tests() -> None:
+    proc = drift("--release", "3.2.1")
+    assert proc.returncode == 0, proc.stderr
+    low, high = MILVUS_LITE_RANGE
+    prefix = f"lite drift: milvus-lite 3.2.1 (outside the pinned range {low} to below {high}): DIFFERS: "
+    assert proc.stdout.count("\n") == 1 and proc.stdout.startswith(prefix), proc.stdout
+    differ = proc.stdout[len(prefix) :].strip().split(", ")
+    assert "test_fast_path_equals_the_engine_on_sealed_segments" in differ
+
+
+def test_an_index_that_does_not_answer_is_one_skipped_line(tmp_path: Path) -> None:
+    unreachable = {
+        "PIP_CONFIG_FILE": os.devnull,  # none of the machine's indexes or wheel folders
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_RETRIES": "0",
+        "PIP_TIMEOUT": "2",
+    }
+    proc = drift(env=unreachable)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (
+        "lite drift: skipped: the package index did not answer (pip index versions milvus-lite)\n"
+    )
