@@ -203,10 +203,6 @@ class _Session:
             click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")
 
 
-def _echo_event(_event_type: str, summary: str, _path: Path) -> None:
-    click.echo(shown(summary))
-
-
 def _error_recorder(state: Path | None, cfg: MemSearchConfig) -> OnError:
     """``on_error`` for the watcher: a stderr line and a degraded ``watch:<event>`` state record."""
     from memsearch.index_state import record_error

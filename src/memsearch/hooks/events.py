@@ -32,7 +32,6 @@ __all__ = [
     "EVENTS",
     "MIN_PROMPT_CHARS",
     "SYNC_ENV",
-    "engine_settings",
     "finish_capture",
     "finish_detached",
     "index_memory",
@@ -252,14 +251,6 @@ def _log_injection(ctx: HookContext, via: str, context: str) -> None:
 
 
 # --- prompt submit ----------------------------------------------------------------------------
-
-
-def engine_settings(ctx: HookContext) -> dict[str, Any]:
-    """``MemSearch`` arguments for this project: the same the watch started at SessionStart uses, so
-    the memory service answers the hooks with the watch's already-open engine."""
-    from memsearch import core
-
-    return core.engine_settings(ctx.config, description=ctx.description(), follow_links=False)
 
 
 def open_project_memory(ctx: HookContext) -> Memory:

@@ -22,7 +22,6 @@ from memsearch.maintenance.state import (
     input_digest,
     input_stamp,
     load_state,
-    run_lock,
     state_key,
     task_paths,
     task_settings,
@@ -78,12 +77,11 @@ def due_tasks(ctx: HookContext) -> list[str]:
     return names
 
 
-def lock_held(memsearch_dir: Path) -> bool:
-    """Whether a maintenance run holds the lock right now."""
-    if not (memsearch_dir / LOCK_FILE).exists():
-        return False
-    with run_lock(memsearch_dir) as locked:
-        return not locked
+def run_in_progress(memsearch_dir: Path) -> bool:
+    """Whether a maintenance run holds the memory folder's lock right now (probed, never written)."""
+    from memsearch.files import lock_is_held
+
+    return lock_is_held(memsearch_dir / LOCK_FILE)
 
 
 def start_due_tasks(ctx: HookContext) -> int | None:
@@ -91,7 +89,7 @@ def start_due_tasks(ctx: HookContext) -> int | None:
     is in progress; its pid, or None. The hook does not wait for it."""
     from memsearch.hooks import processes
 
-    if not due_tasks(ctx) or lock_held(ctx.memsearch_dir):
+    if not due_tasks(ctx) or run_in_progress(ctx.memsearch_dir):
         return None
     log = ctx.memsearch_dir / LOG_FILE
     try:

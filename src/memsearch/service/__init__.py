@@ -67,10 +67,6 @@ from memsearch.service.protocol import (
 if TYPE_CHECKING:
     from memsearch.service.server import HEARTBEAT_INTERVAL, IDLE_TIMEOUT, MAX_CONNECTIONS, MemoryService
 
-#: The old name of :class:`ServiceMemory`.
-RemoteMemSearch = ServiceMemory
-#: The old private name of :func:`error_payload` (tests use it).
-_error_payload = error_payload
 
 _SERVER_NAMES = frozenset({"HEARTBEAT_INTERVAL", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "MemoryService"})
 
@@ -87,7 +83,6 @@ __all__ = [
     "NO_SERVICE_ENV",
     "TIMEOUT_ENV",
     "MemoryService",
-    "RemoteMemSearch",
     "RequestTooLarge",
     "ServiceClient",
     "ServiceError",

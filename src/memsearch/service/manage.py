@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.errors import MemSearchError, ServiceError, ServiceTimeoutError
+from memsearch.files import lock_is_held
 from memsearch.service.client import CONNECT_TIMEOUT, ServiceClient
 from memsearch.service.paths import (
     ServicePaths,
     clean_stale,
     folder_problem,
-    lock_is_held,
     read_info_file,
     run_dirs_problem,
     run_folder,

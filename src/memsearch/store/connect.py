@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 from memsearch import errors
 from memsearch.store.analyzer import JIEBA_QUIET
 from memsearch.store.driver_errors import (
+    data_dir_locked,
     describe_holders,
     driver_message,
     generic_open_error,
     is_driver_error,
     legacy_file_error,
-    lock_is_held,
     locked_hint,
     milvus_lite_major,
     quiet,
@@ -88,7 +88,7 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
         if failure is None:
             return client
         cause = captured[0] if captured else failure
-        if type(cause).__name__ != "DataDirLockedError" and not lock_is_held(path):
+        if type(cause).__name__ != "DataDirLockedError" and not data_dir_locked(path):
             raise generic_open_error(path, cause) from cause
         remaining = deadline - time.monotonic()
         if remaining <= 0:
