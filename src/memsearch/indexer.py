@@ -283,7 +283,7 @@ class Indexer:
 
         # A small run that indexes once embeds into the cache before the store opens (see
         # _embed_ahead). Otherwise the model's one-time file preparation (the ONNX graph optimised
-        # once, by a child process that peaks at ~260 MB) comes first, not beside the store, and
+        # once, by a child process: its peak is in docs/scaling.md) comes first, not beside the store, and
         # the model loads on a worker thread while the store opens (both take ~0.4-0.8 s on a cold
         # start; the model's work releases the GIL).
         ahead = bool(work) and await self._embed_ahead(work)

@@ -75,9 +75,9 @@ def optimized_copy(path: Path) -> Path | None:
     them). The copy is keyed by the source file (path, size, mtime) and the onnxruntime version,
     written to a temporary folder and renamed into place, so a crash or a concurrent builder
     never leaves a half-written graph to load. It is built in a child process
-    (``memsearch.onnx_build``): folding peaks at ~215 MB over the process's size, and a process
-    rarely returns that memory to the system afterwards; only if the child cannot run is it
-    built here.
+    (``memsearch.onnx_build``): folding is the model's largest memory peak (docs/scaling.md), and
+    a process rarely returns that memory to the system afterwards; only if the child cannot run
+    is it built here.
     """
     from memsearch.config.envvars import env_flag
 

@@ -272,8 +272,8 @@ class OnnxEmbedding(BatchingEmbedder):
         return "last_hidden_state" if "last_hidden_state" in names else names[0]
 
     def prepare(self) -> None:
-        """Build the optimised copy of the graph if there is none yet (a child process that peaks at
-        ~260 MB, once per ``~/.memsearch``; ``memsearch.onnx_runtime.optimized_copy``)."""
+        """Build the optimised copy of the graph if there is none yet (once per ``~/.memsearch``, in a
+        child process whose peak is in docs/scaling.md; ``memsearch.onnx_runtime.optimized_copy``)."""
         optimized_copy(self.files.onnx)
 
     def warm(self) -> None:
