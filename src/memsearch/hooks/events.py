@@ -25,7 +25,7 @@ from memsearch.hooks.summarize import log, redact_capture, summarize_capture
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.indexer import IndexReport
+    from memsearch.index_report import IndexReport
     from memsearch.interface import Memory
 
 __all__ = [

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from memsearch.core import MemSearch
-    from memsearch.indexer import IndexReport
+    from memsearch.index_report import IndexReport
 
 logger = logging.getLogger("memsearch.service")
 
