@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from memsearch import journal
 from memsearch.framing import DATA_NOTE, frame
 from memsearch.hooks import processes
-from memsearch.hooks.base import NO_WATCH_ENV, Capture, HookContext, Reply, render_hook_json
+from memsearch.hooks.base import Capture, HookContext, Reply, render_hook_json
 from memsearch.hooks.summarize import log, redact_capture, summarize_capture
+from memsearch.spawn import NO_WATCH_ENV, memsearch_argv, spawn_detached
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -458,7 +459,7 @@ WORKER_LOG_MAX = 1 << 20
 def _detach(ctx: HookContext, capture: Capture | None) -> None:
     """Hand the capture (or, when None, the reading of the turn too) to a detached worker."""
     data = {"context": ctx.to_json(), "capture": capture.to_json() if capture is not None else None}
-    argv = processes.memsearch_argv("hook", ctx.platform.name, "stop", "--worker")
+    argv = memsearch_argv("hook", ctx.platform.name, "stop", "--worker")
     ctx.memsearch_dir.mkdir(parents=True, exist_ok=True)
     log = ctx.memsearch_dir / WORKER_LOG
     try:
@@ -466,7 +467,7 @@ def _detach(ctx: HookContext, capture: Capture | None) -> None:
     except OSError:
         keep = True
     payload = json.dumps(data).encode("utf-8")
-    pid = processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+    pid = spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
     if ctx.platform.keep_watch:  # the watch must outlive a host that exits now (``claude -p``)
         processes.hold_watch(ctx.memsearch_dir, ctx.memory_dir, processes.WatchUser.of(_worker_key(pid), pid))
 

@@ -87,7 +87,7 @@ def run_in_progress(memsearch_dir: Path) -> bool:
 def start_due_tasks(ctx: HookContext) -> int | None:
     """Start a detached ``memsearch maintenance run --hook-worker`` when a task is due and no run
     is in progress; its pid, or None. The hook does not wait for it."""
-    from memsearch.hooks import processes
+    from memsearch.spawn import memsearch_argv, spawn_detached
 
     if not due_tasks(ctx) or run_in_progress(ctx.memsearch_dir):
         return None
@@ -96,9 +96,9 @@ def start_due_tasks(ctx: HookContext) -> int | None:
         keep = log.stat().st_size < LOG_MAX
     except OSError:
         keep = True
-    argv = processes.memsearch_argv("maintenance", "run", "--platform", ctx.platform.name, "--hook-worker")
+    argv = memsearch_argv("maintenance", "run", "--platform", ctx.platform.name, "--hook-worker")
     payload = json.dumps(ctx.to_json()).encode("utf-8")
-    return processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+    return spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
 
 
 def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:
