@@ -317,8 +317,8 @@ class Indexer:
         """For a run that indexes once (``release_model``) with at most :data:`UPSERT_BATCH` texts
         the embedding cache lacks: embed them into the cache now, before the store opens, and drop
         the model; True if it did. Milvus Lite's memory (opening, BM25 tokenising, the flush) and
-        the model's are then never held at once: ``memsearch index`` after one edited note peaked
-        at ~300 MB with both, ~200 MB like this. The upserts later take every vector from the
+        the model's are then never held at once, which lowers the peak of ``memsearch index`` after
+        one edited note by a third (docs/scaling.md). The upserts later take every vector from the
         cache. A bigger run keeps the pipelined path (the store's work overlaps the embedding):
         faster, and its peak is the store's growth, not the model.
         """

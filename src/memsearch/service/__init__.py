@@ -2,7 +2,7 @@
 
 Why: Milvus Lite lets one process open a database, so with the original a running ``watch`` blocks
 every ``search``, and agent hooks that index or search in parallel fail. Every command also pays
-0.7–2.5 s of start-up (pymilvus import, model load). ``memsearch serve`` (and ``memsearch watch``)
+the start-up (pymilvus import, model load; docs/scaling.md). ``memsearch serve`` (and ``memsearch watch``)
 keeps the store, the embedding model and the watchers open in one process and answers requests
 on a Unix socket under the memsearch home; the CLI sends its request there when a service is
 running for that store, and opens the store directly otherwise. The same ``MemSearch`` methods

@@ -2,7 +2,7 @@
 
 Owns the checks made before a Lite database is opened (platform, ``.db`` suffix, a database file
 from an older Milvus Lite, its directory), waiting for a database another process holds, and the
-driver's schema types. pymilvus is imported only for a server (it costs ~0.8 s), and installed only
+driver's schema types. pymilvus is imported only for a server (it is slow to import), and installed only
 with the ``server`` extra.
 """
 
@@ -104,7 +104,7 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
 
 
 def _pymilvus(location: StoreLocation) -> Any:
-    """pymilvus, which only a server URI needs (the ``server`` extra: it pulls pandas, ~95 MB)."""
+    """pymilvus, which only a server URI needs (the ``server`` extra: it pulls pandas)."""
     try:
         import pymilvus
     except ImportError:
