@@ -94,7 +94,7 @@ def test_locating_model_files_imports_only_the_standard_library() -> None:
     import subprocess
 
     code = (
-        "import sys; from memsearch.model_files import resolve_model_files, find_in_hf_cache; "
+        "import sys; from memsearch.models.files import resolve_model_files, find_in_hf_cache; "
         "find_in_hf_cache('acme/none'); "
         "heavy = ('numpy', 'onnxruntime', 'tokenizers', 'urllib.request'); "
         "print(sorted(m for m in heavy if m in sys.modules))"

@@ -12,7 +12,7 @@ import pytest
 
 from memsearch.chunker import Chunk, chunk_markdown, split_lines
 from memsearch.errors import InvalidChunkHashError, MemSearchError, SourceFileNotFoundError
-from memsearch.expand import (
+from memsearch.engine.expand import (
     Anchor,
     Expansion,
     InvalidExpandOptionError,

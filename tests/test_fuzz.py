@@ -48,8 +48,8 @@ from memsearch.config.envvars import env_setting
 from memsearch.config.schema import ENV_VARIABLES, RANGES
 from memsearch.config.tables import leaves
 from memsearch.errors import MemSearchError
-from memsearch.hooks.engine import parse_stdin
-from memsearch.hooks.platforms import PLATFORMS
+from memsearch.agent.hooks.engine import parse_stdin
+from memsearch.agent.hooks.platforms import PLATFORMS
 from memsearch.service import decode_message, error_from_payload
 from memsearch.transcript import format_turns, read_transcript, turns_to_json
 

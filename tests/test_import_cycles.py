@@ -10,7 +10,7 @@ a separate ``__main__`` module, so what it imports cannot lead back to itself).
 A second, stricter reading counts two more kinds of edge, and must find no loop either: the
 ``if __name__ == "__main__":`` blocks (a script that imports a module which imports the script's
 own module back loads that file twice in one process, once as ``__main__``), and the packages an
-import loads (``from memsearch.hooks.base import X`` first runs ``memsearch/hooks/__init__.py``,
+import loads (``from memsearch.agent.hooks.base import X`` first runs ``memsearch/agent/hooks/__init__.py``,
 and whatever that imports: how ``hooks`` and ``maintenance`` once formed one loop of nine modules
 that the first reading did not see).
 """
@@ -189,9 +189,9 @@ def test_the_graph_sees_function_local_imports() -> None:
     # The engine imports the event handlers inside a function (to keep `memsearch hook` cheap);
     # the graph must still hold that edge, or the test below would pass for the wrong reason.
     graph = import_graph()
-    assert "memsearch.hooks.events" in graph["memsearch.hooks.engine"]
+    assert "memsearch.agent.hooks.events" in graph["memsearch.agent.hooks.engine"]
     # ... but not the script entry of the OpenCode daemon, which never runs on import.
-    assert "memsearch.hooks.opencode" not in graph["memsearch.hooks.opencode_daemon"]
+    assert "memsearch.agent.hooks.opencode" not in graph["memsearch.agent.hooks.opencode_daemon"]
     assert "memsearch.core" in graph["memsearch"]  # the lazy ``__getattr__`` import
 
 
@@ -217,14 +217,14 @@ def test_no_import_cycles_in_src() -> None:
 def test_the_strict_graph_sees_scripts_and_packages() -> None:
     strict = import_graph(scripts=True, packages=True)
     # The OpenCode daemon's script entry imports the OpenCode row ...
-    assert "memsearch.hooks.opencode" in strict["memsearch.hooks.opencode_daemon"]
+    assert "memsearch.agent.hooks.opencode" in strict["memsearch.agent.hooks.opencode_daemon"]
     # ... and importing a module of a package loads the package (here: the store's face) first.
-    assert "memsearch.store" in strict["memsearch.index_scan"]
-    assert "memsearch.store" not in import_graph()["memsearch.index_scan"]
+    assert "memsearch.store" in strict["memsearch.engine.index_scan"]
+    assert "memsearch.store" not in import_graph()["memsearch.engine.index_scan"]
     # A module's own packages are loaded before it runs: never an edge.
-    assert "memsearch.hooks" not in strict["memsearch.hooks.events"]
-    assert _loaded_packages("memsearch.hooks.base", "memsearch.maintenance.model", _module_names()) == [
-        "memsearch.hooks"
+    assert "memsearch.agent.hooks" not in strict["memsearch.agent.hooks.events"]
+    assert _loaded_packages("memsearch.agent.hooks.base", "memsearch.maintenance.model", _module_names()) == [
+        "memsearch.agent.hooks"
     ]
 
 
@@ -246,6 +246,6 @@ def test_maintenance_never_imports_the_hooks() -> None:
         for name, targets in graph.items()
         if name == "memsearch.maintenance" or name.startswith("memsearch.maintenance.")
         for target in targets
-        if target == "memsearch.hooks" or target.startswith("memsearch.hooks.")
+        if target == "memsearch.agent.hooks" or target.startswith("memsearch.agent.hooks.")
     }
     assert not reached

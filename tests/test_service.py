@@ -96,7 +96,7 @@ CLIENT_MODULES = {
     "memsearch.callerenv",
     "memsearch.errors",
     "memsearch.files",
-    "memsearch.interface",
+    "memsearch.engine.interface",
     "memsearch.service",
     "memsearch.service.client",
     "memsearch.service.paths",

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
 from memsearch.errors import CollectionNotFoundError, UnknownProviderError
-from memsearch.interface import Memory, drive
-from memsearch.ownership import HERE, LOOPLESS
-from memsearch.ownership import at_owner as _at_owner
+from memsearch.engine.interface import Memory, drive
+from memsearch.engine.ownership import HERE, LOOPLESS
+from memsearch.engine.ownership import at_owner as _at_owner
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.embeddings import EmbeddingProvider
-    from memsearch.expand import Expansion
-    from memsearch.indexer import Indexer, IndexReport, Progress
+    from memsearch.engine.expand import Expansion
+    from memsearch.engine.indexer import Indexer, IndexReport, Progress
     from memsearch.service.client import ServiceClient
     from memsearch.service.watching import OwnerWatch
     from memsearch.store import MilvusStore
@@ -39,7 +39,7 @@ T = TypeVar("T")
 class MemSearch(Memory):
     """Semantic memory over markdown files: index them, search them, expand a hit.
 
-    The local implementation of :class:`memsearch.interface.Memory`: this process opens the store.
+    The local implementation of :class:`memsearch.engine.interface.Memory`: this process opens the store.
 
     >>> ms = MemSearch(["./memory"])            # doctest: +SKIP
     >>> await ms.index()                         # doctest: +SKIP
@@ -222,11 +222,11 @@ class MemSearch(Memory):
         """The one place where a store's model can differ from the configured one: with no model
         chosen, an index the original memsearch built with its default model (bge-m3, 1024-d) is
         used with that model, from the local HuggingFace cache, else one clear error
-        (:mod:`memsearch.migration`). ``dimension`` is the existing collection's (None: none)."""
+        (:mod:`memsearch.engine.migration`). ``dimension`` is the existing collection's (None: none)."""
         if self._model_chosen:
             return
         from memsearch.embeddings import DEFAULT_MODELS
-        from memsearch.migration import ORIGINAL_DIMENSION, ORIGINAL_MODEL, model_for_index
+        from memsearch.engine.migration import ORIGINAL_DIMENSION, ORIGINAL_MODEL, model_for_index
 
         default = DEFAULT_MODELS[self._provider]
         self._use_model(model_for_index(self._provider, default, dimension, self._collection))
@@ -272,24 +272,24 @@ class MemSearch(Memory):
         return self._model
 
     def _lite_path(self) -> Path | None:
-        from memsearch.uri import resolve_uri
+        from memsearch.store.uri import resolve_uri
 
         return resolve_uri(self._uri).path
 
     def _manifest_file(self) -> Path:
         from memsearch import private
-        from memsearch.manifest import manifest_path
-        from memsearch.uri import resolve_uri
+        from memsearch.engine.manifest import manifest_path
+        from memsearch.store.uri import resolve_uri
 
         return manifest_path(private.home(), resolve_uri(self._uri).uri, self._collection)
 
     def _indexer(self, paths: Sequence[str]) -> Indexer:
-        from memsearch.indexer import Indexer, IndexSettings
+        from memsearch.engine.indexer import Indexer, IndexSettings
 
         if self._store is None and not self._model_chosen:
             # The model the last run settled on (an index the original built), so that an unchanged
             # folder stays a no-op; the store, once opened, confirms it (Indexer restarts if not).
-            from memsearch.migration import remembered_model
+            from memsearch.engine.migration import remembered_model
 
             self._use_model(remembered_model(self._provider, self._manifest_file()) or self._model)
 
@@ -449,7 +449,7 @@ class MemSearch(Memory):
         (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. With a reranker model,
         ``3 x top_k`` hybrid candidates are rescored by it and the best ``top_k`` kept.
 
-        Time (``memsearch.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
+        Time (``memsearch.engine.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
         ``"2026-11-03"``, ``"7d"``, ``"yesterday"``, ``"昨天"``, ...) keep hits of those days only;
         without them a time phrase in the query ("last week", "上周") is taken out of the text and
         gives the window (``time_phrases=False``: the query is searched as written). A phrase's
@@ -458,7 +458,7 @@ class MemSearch(Memory):
         ``date`` (and a journal entry's ``time``); with a window, ``window`` and ``in_window``.
         ``today`` (default: the local date) is the day phrases are resolved against.
         """
-        from memsearch.time_search import timed_search
+        from memsearch.engine.time_search import timed_search
 
         return await timed_search(
             self,
@@ -478,15 +478,15 @@ class MemSearch(Memory):
 
     async def _hybrid(self, query: str, *, top_k: int, filter_expr: str = "") -> list[dict[str, Any]]:
         """The hybrid search of ``query`` among the chunks ``filter_expr`` selects (reranked when a
-        reranker model is set): ``memsearch.hybrid_search``."""
-        from memsearch.hybrid_search import hybrid
+        reranker model is set): ``memsearch.engine.hybrid_search``."""
+        from memsearch.engine.hybrid_search import hybrid
 
         return await hybrid(self, query, top_k=top_k, filter_expr=filter_expr)
 
     @_at_owner
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
-        from memsearch.expand import chunk_not_found, validate_chunk_hash
+        from memsearch.engine.expand import chunk_not_found, validate_chunk_hash
 
         row = self._read_store().get_by_hash(validate_chunk_hash(chunk_hash))
         if row is None:
@@ -496,7 +496,7 @@ class MemSearch(Memory):
     @_at_owner
     def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
         """The full section (or ±N lines) around a chunk, read from its markdown file."""
-        from memsearch.expand import expand_chunk
+        from memsearch.engine.expand import expand_chunk
 
         return expand_chunk(self.get_chunk(chunk_hash), section=section, context_lines=context_lines)
 

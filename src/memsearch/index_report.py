@@ -3,7 +3,7 @@
 
 The original memsearch 0.4.23 exposes these under this module's name; ours carry more (what was
 deleted, changed and removed, warnings, whether the store was opened at all), and
-``memsearch.indexer`` imports them from here.
+``memsearch.engine.indexer`` imports them from here.
 """
 
 from __future__ import annotations

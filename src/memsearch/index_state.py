@@ -49,7 +49,7 @@ def _now() -> str:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    from memsearch.project_files import read_project_text
+    from memsearch.engine.project_files import read_project_text
 
     try:  # as a project file: often in a cloned repository's .memsearch/ (a FIFO must not hang us)
         data = json.loads(read_project_text(path, path.parent))

@@ -11,7 +11,7 @@ jieba (the BM25 analyzer's tokenizer, imported whenever a Lite store opens) trie
 file beside its module when that fails. pkg_resources scans every installed distribution when it
 is imported, which makes ``import jieba`` several times slower and larger (docs/scaling.md).
 memsearch never asks jieba for that file (the dictionary comes
-from ``memsearch.jieba_dict``), and the fallback finds the same file when jieba does.
+from ``memsearch.store.jieba_dict``), and the fallback finds the same file when jieba does.
 
 :class:`LeanImports` is an import finder that refuses both: ``pandas`` while pymilvus is not
 loaded (pymilvus, for a Milvus server URI, needs pandas at import, so once it is being imported,

@@ -100,7 +100,7 @@ def _stop_when_unused(users_file: Path) -> None:
     say goodbye (no SessionEnd, a killed host): SIGTERM to ourselves, the same clean stop as ``kill``."""
     import os
 
-    from memsearch.hooks.processes import guard_watch
+    from memsearch.agent.hooks.processes import guard_watch
 
     def stop() -> None:
         click.echo("No live session uses this watch any more.")

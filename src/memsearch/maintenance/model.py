@@ -26,7 +26,7 @@ from memsearch.maintenance.common import (
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.llm import LLMSettings
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig

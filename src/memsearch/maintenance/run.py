@@ -29,7 +29,7 @@ from memsearch.maintenance.tasks import TASKS, Outcome, Task, TaskRun
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
+    from memsearch.agent.hooks.base import HookContext
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
 

@@ -29,7 +29,7 @@ from memsearch.errors import (
     ServiceTimeoutError,
     ServiceUnavailableError,
 )
-from memsearch.interface import Memory, drive
+from memsearch.engine.interface import Memory, drive
 from memsearch.service.paths import (
     ServicePaths,
     clean_stale,
@@ -49,8 +49,8 @@ from memsearch.service.protocol import (
 )
 
 if TYPE_CHECKING:
-    from memsearch.expand import Expansion
-    from memsearch.indexer import IndexReport, Progress
+    from memsearch.engine.expand import Expansion
+    from memsearch.engine.indexer import IndexReport, Progress
 
 T = TypeVar("T")
 
@@ -401,7 +401,7 @@ def _time_args(
     forms and phrases resolve against its local date (its ``TZ``), and a date or datetime crosses
     the socket as an ISO day. Only what changes the answer is sent, so a plain search is the same
     request as before these arguments existed (a service of an older install still answers it)."""
-    from memsearch.timeframe import local_today, parse_day, resolve_query
+    from memsearch.engine.timeframe import local_today, parse_day, resolve_query
 
     args: dict[str, Any] = {}
     day = parse_day(today) if today is not None else local_today()
@@ -421,7 +421,7 @@ def _time_args(
 
 
 class ServiceMemory(Memory):
-    """The :class:`~memsearch.interface.Memory` the store's memory service answers.
+    """The :class:`~memsearch.engine.interface.Memory` the store's memory service answers.
 
     Each call is one request (its own connection, so there is nothing to close). Paths are made
     absolute here, in the caller's working directory, before they are sent. The coroutines never
@@ -462,7 +462,7 @@ class ServiceMemory(Memory):
     async def index_with_report(
         self, *, force: bool = False, progress: Progress | None = None
     ) -> IndexReport:
-        from memsearch.indexer import IndexReport
+        from memsearch.engine.indexer import IndexReport
 
         return IndexReport.from_dict(self._call("index", force=force))
 
@@ -483,7 +483,7 @@ class ServiceMemory(Memory):
 
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk (``MemSearch.get_chunk``); ChunkNotFoundError when none."""
-        from memsearch.expand import chunk_not_found, validate_chunk_hash
+        from memsearch.engine.expand import chunk_not_found, validate_chunk_hash
 
         rows = self._call("query", filter_expr=f'chunk_hash == "{validate_chunk_hash(chunk_hash)}"')
         if not rows:
@@ -492,7 +492,7 @@ class ServiceMemory(Memory):
         return row
 
     def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
-        from memsearch.expand import Anchor, Expansion
+        from memsearch.engine.expand import Anchor, Expansion
 
         data = dict(self._call("expand", chunk_hash=chunk_hash, section=section, context_lines=context_lines))
         anchor = data.pop("anchor", None)

@@ -37,7 +37,7 @@ from memsearch.errors import (
     ServiceUnavailableError,
 )
 from memsearch.files import lock_is_held
-from memsearch.ownership import HERE
+from memsearch.engine.ownership import HERE
 from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
 from memsearch.service.paths import service_paths, store_key
 
@@ -66,7 +66,7 @@ _exit_hook = False
 
 
 def is_lite(uri: str) -> bool:
-    from memsearch.uri import resolve_uri
+    from memsearch.store.uri import resolve_uri
 
     return resolve_uri(uri).path is not None
 

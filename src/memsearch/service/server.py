@@ -123,7 +123,7 @@ class MemoryService:
         self.owner = owner
         self.on_demand = owner == "on-demand"
         self.command = command_line()
-        from memsearch.uri import resolve_uri
+        from memsearch.store.uri import resolve_uri
 
         self._lite_path = resolve_uri(uri).path  # None for a server
         self._activity = Activity()

@@ -1,0 +1,336 @@
+"""Incremental indexing: which files changed, what to embed, what to prune.
+
+Why a manifest: the original reads, chunks and queries Milvus for every file on every run, so an
+unchanged folder costs seconds (docs/scaling.md). We keep a small JSON manifest per (store,
+collection) of each indexed file's size, mtime and content hash, plus the settings that shape
+chunk IDs. When every scanned file matches it, ``index`` returns without opening Milvus or
+loading the model. When a file's stat changed but its bytes did not, only the manifest is touched.
+Only genuinely changed files are chunked and diffed against the store by chunk ID (the
+reference's ID formula, so indexes stay compatible).
+
+:meth:`Indexer.index` runs named steps: scan and diff against the manifest, read and chunk what
+changed (``memsearch.engine.index_scan``), open the store and prune deleted files, embed and upsert the
+new chunks (``memsearch.engine.index_pipeline``, which also says in what order it writes), then finish
+each file and save the manifest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsearch.chunker import clean_content_for_embedding
+from memsearch.errors import CollectionNotFoundError, IndexingError, NotARegularFileError
+from memsearch.engine.index_pipeline import (
+    UPSERT_BATCH,
+    Progress,
+    embed,
+    embed_and_store,
+    finish_files,
+    mark_new_chunks,
+    retrieved,
+)
+from memsearch.index_report import IndexFailure, IndexReport, format_error
+from memsearch.engine.index_scan import FileWork, Scanned, diff, read_changed, scan_paths, under, unnamable
+from memsearch.engine.manifest import Manifest
+from memsearch.scanner import contained_problem
+
+if TYPE_CHECKING:
+    from memsearch.embeddings import EmbeddingProvider
+    from memsearch.redact import Redactor
+    from memsearch.store import MilvusStore
+
+__all__ = [
+    "IndexFailure",
+    "IndexReport",
+    "IndexSettings",
+    "Indexer",
+    "Progress",
+    "format_error",
+]
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """Everything that decides which files are indexed and what their chunk IDs are."""
+
+    paths: tuple[str, ...]
+    model: str
+    max_chunk_size: int = 1500
+    overlap_lines: int = 2
+    ignore_files: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    #: False: a contained index, where no link is read and nothing outside the paths (a project's
+    #: memory folder, which ``git clone`` may fill with links to the user's secrets).
+    follow_links: bool = True
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings whose change invalidates every chunk ID (stored in the manifest)."""
+        return {
+            "model": self.model,
+            "max_chunk_size": self.max_chunk_size,
+            "overlap_lines": self.overlap_lines,
+        }
+
+
+class Indexer:
+    """Brings a store up to date with the markdown under some paths.
+
+    The store and the embedder are given as factories so that the no-change path never opens
+    either (both are slow to start: pymilvus import, ONNX session).
+    """
+
+    def __init__(
+        self,
+        settings: IndexSettings,
+        *,
+        store: Callable[[], MilvusStore],
+        embedder: Callable[[], EmbeddingProvider],
+        manifest_file: Path | None,
+        lite_path: Path | None = None,
+        model: Callable[[], str] | None = None,
+        release_model: bool = False,
+    ) -> None:
+        self.settings = settings
+        self._store = store
+        self._embedder = embedder
+        self._manifest_file = manifest_file
+        self._lite_path = lite_path
+        self._model = model
+        #: Drop a local model once the last batch is embedded, before the last upsert and the
+        #: flush (``MemSearch(keep_model=False)``: a process that indexes once).
+        self._release_model = release_model
+        self._redactor: Redactor | None = None
+
+    def _model_settled(self) -> bool:
+        """Call after opening the store: True when opening it settled another embedding model than
+        the settings' (``MemSearch`` does for an index the original memsearch built with its
+        default model). The settings then take that model; chunk IDs made before are stale."""
+        model = self._model() if self._model is not None else self.settings.model
+        if model == self.settings.model:
+            return False
+        self.settings = replace(self.settings, model=model)
+        return True
+
+    # -- public --------------------------------------------------------------------------
+
+    async def index(self, *, force: bool = False, progress: Progress | None = None) -> IndexReport:
+        """Index every markdown file under the configured paths; see the module docstring.
+
+        A collection dropped during the run (a ``reset`` through another memory of the store, which
+        the store's owner serves at the same time) costs one more run on the collection the next
+        write creates, instead of a failure: what this run stored went with it."""
+        try:
+            return await self._index(force, progress)
+        except CollectionNotFoundError:
+            return await self._index(force, progress)
+
+    async def _index(self, force: bool, progress: Progress | None) -> IndexReport:
+        scanned = scan_paths(self.settings)
+        manifest, first_run = self._load_manifest()
+        if first_run:
+            if scanned.files:  # the model's one-time preparation first (see below), not beside the store
+                await asyncio.to_thread(self._embedder().prepare)
+            self._store()  # index is a write: even an empty folder leaves a collection to search
+            if self._model_settled():
+                return await self.index(force=force, progress=progress)
+
+        changes = diff(scanned, manifest, force)
+        warnings = [f"skipped {path}: {reason}" for path, reason in scanned.skipped]
+        total, indexed, failed = scanned.report_counts()
+        if not changes.stat_changed and not changes.gone:
+            return IndexReport(0, total, indexed, failed, warnings=tuple(warnings), unchanged=True)
+
+        work = read_changed(
+            self.settings,
+            changes.stat_changed,
+            manifest,
+            force=force,
+            private_text=self._private_text,
+            warnings=warnings,
+            failures=scanned.failures,
+        )
+        total, indexed, failed = scanned.report_counts()
+        if not work and not changes.gone and not force:
+            manifest.save()
+            return IndexReport(0, total, indexed, failed, warnings=tuple(warnings), changed_files=0)
+
+        # A small run that indexes once embeds into the cache before the store opens (see
+        # _embed_ahead). Otherwise the model's one-time file preparation (the ONNX graph optimised
+        # once, by a child process) comes first, not beside the store, and the model loads on a
+        # worker thread while the store opens (the model's work releases the GIL, so the two
+        # overlap; docs/scaling.md has what a cold start costs).
+        ahead = bool(work) and await self._embed_ahead(work)
+        if work and not ahead:
+            await asyncio.to_thread(self._embedder().prepare)
+            warm = self._embedder().warm
+            asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(retrieved)
+        store = self._store()
+        if self._model_settled():  # the chunk IDs above were made with another model's name
+            return await self.index(force=force, progress=progress)
+        if manifest.files and store.count() == 0:
+            # A fresh or dropped collection: nothing the manifest claims is really there.
+            return await self._start_over(progress)
+
+        deleted = self._prune(store, manifest, scanned, changes.active, changes.gone, force)
+        mark_new_chunks(store, work, force=force)
+        embedded = 0
+        try:
+            release = self._release_model and not ahead
+            embedded = await embed_and_store(store, self._embedder, work, progress, release=release)
+        finally:
+            # Files whose new chunks are all in: drop their stale chunks and record them.
+            stale_deleted = finish_files(store, work, manifest)
+            manifest.save()
+        if embedded or stale_deleted or deleted:
+            store.flush()
+        return IndexReport(
+            embedded,
+            total,
+            indexed,
+            failed,
+            deleted_chunks=stale_deleted,
+            changed_files=len(work),
+            removed_files=deleted,
+            warnings=tuple(warnings),
+        )
+
+    def _load_manifest(self) -> tuple[Manifest, bool]:
+        """The manifest of this (store, collection), and whether this is a first run (no manifest,
+        or a Lite database that was deleted: then the manifest describes nothing)."""
+        first_run = self._manifest_file is None or not self._manifest_file.exists()
+        manifest = Manifest.load(self._manifest_file, self.settings.fingerprint())
+        if self._lite_path is not None and not self._lite_path.exists():
+            manifest.files.clear()
+            first_run = True
+        return manifest, first_run
+
+    def _prune(
+        self,
+        store: MilvusStore,
+        manifest: Manifest,
+        scanned: Scanned,
+        active: set[str],
+        gone: list[str],
+        force: bool,
+    ) -> int:
+        """Delete the chunks of files no longer on disk under a directory root; returns files
+        removed. Without a manifest (or with ``force``) the store's own sources are checked too."""
+        if not manifest.files or force:
+            indexed = store.indexed_sources()
+            gone = sorted({p for p in indexed if p not in active and under(p, scanned.roots)} | set(gone))
+        deleted = 0
+        for source in gone:
+            if unnamable(source):  # (rows another program stored) not addressable: left as they are
+                continue
+            store.delete_by_source(source)
+            manifest.files.pop(source, None)
+            deleted += 1
+        return deleted
+
+    def _private_text(self, text: str, path: Path, warnings: list[str]) -> str | None:
+        """The text to chunk: nothing embeds or stores a private span or a secret (see
+        :func:`memsearch.redact.note_text`); None leaves the file out."""
+        from memsearch import redact
+
+        if self._redactor is None:
+            self._redactor = redact.current()
+        return redact.note_text(self._redactor, text, str(path), warnings)
+
+    async def _start_over(self, progress: Progress | None) -> IndexReport:
+        """Start over with an empty manifest (used when the collection turned out to be empty)."""
+        if self._manifest_file is not None:
+            self._manifest_file.unlink(missing_ok=True)
+        return await self.index(force=False, progress=progress)
+
+    async def index_file(self, path: str | Path) -> int:
+        """Index one file (no ignore rules or extension check); returns chunks embedded. In a
+        contained index (the watcher's single changed files too) a link, or a file outside the
+        paths, raises NotARegularFileError and is not read."""
+        s = self.settings
+        if not s.follow_links:
+            roots = [Path(r).expanduser().resolve() for r in s.paths]
+            problem = contained_problem(Path(path).expanduser().absolute(), roots)
+            if problem is not None and Path(path).exists():
+                raise NotARegularFileError(f"{path} is {problem}", hint="only regular files are indexed here")
+        p = Path(path).expanduser().resolve()
+        if not p.is_file():
+            from memsearch.errors import SourceFileNotFoundError
+
+            raise SourceFileNotFoundError(f"File not found: {p}", hint="check the path")
+        indexer = Indexer(
+            IndexSettings((str(p),), s.model, s.max_chunk_size, s.overlap_lines, follow_links=s.follow_links),
+            store=self._store,
+            embedder=self._embedder,
+            manifest_file=self._manifest_file,
+            lite_path=self._lite_path,
+            model=self._model,
+        )
+        report = await indexer.index()
+        self.settings = replace(self.settings, model=indexer.settings.model)
+        if report.failed_files:
+            failure = report.failed_files[0]
+            raise IndexingError(f"could not index {failure.path}: {failure.error}")
+        return report.indexed_chunks
+
+    def forget(self, sources: Iterable[str]) -> None:
+        """Remove files from the manifest (after their chunks were deleted elsewhere)."""
+        manifest = Manifest.load(self._manifest_file, self.settings.fingerprint())
+        for s in sources:
+            manifest.files.pop(s, None)
+        manifest.save()
+
+    def remove(self, path: str | Path, *, directory: bool = False) -> dict[str, int]:
+        """Delete the chunks of one file (with ``directory``, of every file below that folder) and
+        drop it from the manifest; returns chunks removed per source (sources that had none are
+        absent).
+
+        For the watcher: a file deleted, renamed away or now ignored. No ignore rules apply here,
+        so the chunks of an ignored file can still be removed. Dropping the manifest entry matters:
+        a file restored later with the same size and mtime must be indexed again.
+        """
+        source = str(Path(path).expanduser().resolve())
+        store = self._store()
+        self._model_settled()  # the manifest below is keyed by the settled model
+        if directory:
+            from memsearch.store import source_prefix_filter
+
+            found: dict[str, set[str]] = {}
+            for row in store.query(filter_expr=source_prefix_filter(source)):
+                found.setdefault(str(row["source"]), set()).add(str(row["chunk_hash"]))
+            manifest = Manifest.load(self._manifest_file, self.settings.fingerprint())
+            known = [p for p in manifest.files if under(p, [Path(source)])]
+        else:
+            found = {s: h for s, h in store.hashes_by_sources([source]).items() if h}
+            known = [source]
+        for hashes in found.values():
+            store.delete_by_hashes(sorted(hashes))
+        self.forget({*known, *found})
+        return {s: len(h) for s, h in sorted(found.items())}
+
+    # -- internals -----------------------------------------------------------------------
+
+    async def _embed_ahead(self, work: list[FileWork]) -> bool:
+        """For a run that indexes once (``release_model``) with at most :data:`UPSERT_BATCH` texts
+        the embedding cache lacks: embed them into the cache now, before the store opens, and drop
+        the model; True if it did. Milvus Lite's memory (opening, BM25 tokenising, the flush) and
+        the model's are then never held at once, which lowers the peak of ``memsearch index`` after
+        one edited note by a third (docs/scaling.md). The upserts later take every vector from the
+        cache. A bigger run keeps the pipelined path (the store's work overlaps the embedding):
+        faster, and its peak is the store's growth, not the model.
+        """
+        from memsearch.embeddings.cache import CachedEmbedder
+
+        embedder = self._embedder()
+        if not self._release_model or not isinstance(embedder, CachedEmbedder):
+            return False
+        missing = embedder.uncached([clean_content_for_embedding(c.content) for w in work for c in w.chunks])
+        if len(missing) > UPSERT_BATCH:
+            return False
+        if missing:
+            await embed(embedder, missing)
+            embedder.release_model()
+        return True
