@@ -23,9 +23,9 @@ import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api  # noqa: F401  (fixture)
 from fake_servers import FakeEmbeddingServer, JsonHandler, fake_api, serving  # noqa: F401  (fixture)
-from memsearch.engine import journal
-from memsearch import skills
 from memsearch import maintenance as mt
+from memsearch import skills
+from memsearch.engine import journal
 from memsearch.errors import MaintenanceError, MemoryCommandRefusedError
 from memsearch.maintenance import MemoryScope, parse_answer, validate_memory_command
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memsearch.errors import InvalidDateError
 from memsearch.engine.timeframe import Window, local_today, parse_day, resolve_query, search_window
+from memsearch.errors import InvalidDateError
 
 TODAY = dt.date(2026, 12, 2)  # a Wednesday
 

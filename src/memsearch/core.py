@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
-from memsearch.errors import CollectionNotFoundError, UnknownProviderError
 from memsearch.engine.interface import Memory, drive
 from memsearch.engine.ownership import HERE, LOOPLESS
 from memsearch.engine.ownership import at_owner as _at_owner
+from memsearch.errors import CollectionNotFoundError, UnknownProviderError
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig

@@ -80,10 +80,10 @@ def forget(
       memsearch forget 3f2a9c1e8b7d6a50 --yes
       memsearch forget --query "staging database password" -k 2
     """
-    from memsearch.engine import forget_apply
     from memsearch import redact
-    from memsearch.errors import ForgetTargetError, NothingToForgetError
+    from memsearch.engine import forget_apply
     from memsearch.engine.memory import open_memory
+    from memsearch.errors import ForgetTargetError, NothingToForgetError
 
     if not (chunk_hashes or session or turn or anchor or query):
         raise ForgetTargetError(
@@ -147,8 +147,8 @@ def _select(
 ) -> list[Block]:
     """Every block the selectors name, each once, in file order (``redactors``: the one ``index``
     uses, the one for previews)."""
-    from memsearch.errors import StaleChunkError
     from memsearch.engine.forget import blocks_for_chunk, blocks_for_entries
+    from memsearch.errors import StaleChunkError
 
     index_redactor, preview_redactor = redactors
     found: list[Block] = []

@@ -28,8 +28,8 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
       memsearch index ./memory
       memsearch index ./memory ./notes/decisions.md --force
     """
-    from memsearch.index_state import IndexRun
     from memsearch.engine.memory import open_memory
+    from memsearch.index_state import IndexRun
 
     cfg = resolve(flags)
     from memsearch.engine.forget_apply import recover

@@ -35,9 +35,9 @@ def recent(paths: tuple[Path, ...], days: int, json_output: bool) -> None:
     """
     import datetime as dt
 
-    from memsearch.errors import MemoryFolderNotFoundError
-    from memsearch.engine.timeframe import Window, local_today
     from memsearch.agent.timeline import default_memory_dir, timeline
+    from memsearch.engine.timeframe import Window, local_today
+    from memsearch.errors import MemoryFolderNotFoundError
 
     folders = list(paths)
     if not folders:

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 import numpy as np
 import onnxruntime as ort
 
-from memsearch.models import files as model_files
 from memsearch.embeddings.base import ApiErrors, BatchingEmbedder
+from memsearch.models import files as model_files
 from memsearch.models.files import ModelFiles, PackagedModel, find_in_hf_cache, hf_cache_dir
 from memsearch.models.onnx_runtime import (
     TokenizerInfo,

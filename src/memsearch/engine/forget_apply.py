@@ -359,8 +359,8 @@ def _forget_transcripts(by_folder: dict[str, list[str]]) -> None:
 def _drop_from_manifest(cfg: MemSearchConfig, sources: Sequence[str]) -> None:
     """Drop the files from the store's manifest, so the next ``index`` reads them whatever their stat."""
     from memsearch import private
-    from memsearch.files import atomic_write
     from memsearch.engine.manifest import manifest_path
+    from memsearch.files import atomic_write
     from memsearch.store.uri import resolve_uri
 
     path = manifest_path(private.home(), resolve_uri(cfg.milvus.uri).uri, cfg.milvus.collection)

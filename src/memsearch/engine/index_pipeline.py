@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, clean_content_for_embedding
-from memsearch.errors import EmbeddingError
-from memsearch.index_report import format_error
 from memsearch.engine.index_scan import FileWork
 from memsearch.engine.manifest import Manifest
+from memsearch.errors import EmbeddingError
+from memsearch.index_report import format_error
 
 if TYPE_CHECKING:
     from memsearch.embeddings import EmbeddingProvider

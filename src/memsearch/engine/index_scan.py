@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsearch.chunker import Chunk, chunk_markdown
+from memsearch.engine.manifest import FileEntry, Manifest, entry_matches, mtime_ns
 from memsearch.errors import MemSearchError
 from memsearch.index_report import IndexFailure, format_error
-from memsearch.engine.manifest import FileEntry, Manifest, entry_matches, mtime_ns
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
 if TYPE_CHECKING:

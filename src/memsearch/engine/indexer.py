@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import clean_content_for_embedding
-from memsearch.errors import CollectionNotFoundError, IndexingError, NotARegularFileError
 from memsearch.engine.index_pipeline import (
     UPSERT_BATCH,
     Progress,
@@ -33,9 +32,10 @@ from memsearch.engine.index_pipeline import (
     mark_new_chunks,
     retrieved,
 )
-from memsearch.index_report import IndexFailure, IndexReport, format_error
 from memsearch.engine.index_scan import FileWork, Scanned, diff, read_changed, scan_paths, under, unnamable
 from memsearch.engine.manifest import Manifest
+from memsearch.errors import CollectionNotFoundError, IndexingError, NotARegularFileError
+from memsearch.index_report import IndexFailure, IndexReport, format_error
 from memsearch.scanner import contained_problem
 
 if TYPE_CHECKING:

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from memsearch.files import exclusive, open_own, replaced
 from memsearch.engine.project_files import MAX_JOURNAL_BYTES, read_project_text
+from memsearch.files import exclusive, open_own, replaced
 
 if TYPE_CHECKING:
     from memsearch.redact import Redactor

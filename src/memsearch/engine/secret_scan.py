@@ -66,8 +66,8 @@ def scan_files(files: Sequence[Path], redactor: Redactor) -> list[Hit]:
 def redact_journals(files: Sequence[Path], redactor: Redactor) -> dict[Path, int]:
     """Rewrite the journals among ``files`` without their secrets; items taken out per file."""
     from memsearch import redact
-    from memsearch.files import atomic_write, exclusive, open_own
     from memsearch.engine.journal import is_journal
+    from memsearch.files import atomic_write, exclusive, open_own
 
     done: dict[Path, int] = {}
     for path in files:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.errors import MemoryCommandRefusedError
 from memsearch.engine.journal import TRANSCRIPT_FIELDS
+from memsearch.engine.project_files import MAX_JOURNAL_BYTES
+from memsearch.errors import MemoryCommandRefusedError
 from memsearch.maintenance.common import (
     MAX_COMMAND_CHARS,
     MAX_QUERY_CHARS,
@@ -26,11 +27,10 @@ from memsearch.maintenance.common import (
     read_text,
     root_of,
 )
-from memsearch.engine.project_files import MAX_JOURNAL_BYTES
 
 if TYPE_CHECKING:
-    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
     from memsearch.agent.hooks.base import HookContext
+    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.files import atomic_write
 from memsearch.engine.project_files import MAX_SMALL_FILE_BYTES, is_inside, read_project_text
+from memsearch.files import atomic_write
 
 if TYPE_CHECKING:
     from memsearch.agent.hooks.base import HookContext

@@ -25,8 +25,8 @@ from memsearch.maintenance.common import (
 )
 
 if TYPE_CHECKING:
-    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
     from memsearch.agent.hooks.base import HookContext
+    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
     from memsearch.llm import LLMSettings
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig

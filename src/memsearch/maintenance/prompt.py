@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.errors import MaintenanceError
 from memsearch.agent.framing import DATA_NOTE
+from memsearch.engine.project_files import MAX_JOURNAL_BYTES
+from memsearch.errors import MaintenanceError
 from memsearch.maintenance.common import (
     JOURNAL_FILES,
     MAX_PROMPT_CHARS,
@@ -20,7 +21,6 @@ from memsearch.maintenance.common import (
     root_of,
 )
 from memsearch.maintenance.state import journal_paths
-from memsearch.engine.project_files import MAX_JOURNAL_BYTES
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig

@@ -12,13 +12,18 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.engine.project_files import (
+    MAX_JOURNAL_BYTES,
+    project_files,
+    read_project_bytes,
+    read_project_text,
+)
 from memsearch.files import try_lock
 from memsearch.maintenance.common import LOCK_FILE, RETRY_AFTER_HOURS, STATE_FILE, write_text
-from memsearch.engine.project_files import MAX_JOURNAL_BYTES, project_files, read_project_bytes, read_project_text
 
 if TYPE_CHECKING:
-    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
     from memsearch.agent.hooks.base import HookContext
+    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
     from memsearch.maintenance.tasks import Task

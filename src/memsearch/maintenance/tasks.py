@@ -21,8 +21,8 @@ from memsearch.maintenance.common import (
 )
 
 if TYPE_CHECKING:
-    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
     from memsearch.agent.hooks.base import HookContext
+    from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
 

@@ -46,9 +46,9 @@ class McpScope:
     def build(cls, flags: dict[str, Any], project: str | None = None) -> McpScope:
         """From the command's store flags and ``--project`` (default: the working folder's git
         root, else the working folder), with ``MEMSEARCH_DIR`` as the plugins read it."""
-        from memsearch.cli.flags import config_from_flags
         from memsearch.agent.hooks.base import MEMSEARCH_DIR_ENV, find_git_root
         from memsearch.agent.hooks.collection import absolute_path, derive_collection
+        from memsearch.cli.flags import config_from_flags
 
         start = Path(absolute_path(project))
         project_dir = start if project else (find_git_root(start) or start)

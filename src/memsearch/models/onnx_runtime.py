@@ -27,9 +27,9 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
-from memsearch.models import onnx_build, onnx_cache
 from memsearch import private
 from memsearch.errors import EmbeddingError, PrivatePathError
+from memsearch.models import onnx_build, onnx_cache
 
 logger = logging.getLogger("memsearch.onnx")
 _LOCK = threading.Lock()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memsearch.callerenv import snapshot
+from memsearch.engine.interface import Memory, drive
 from memsearch.errors import (
     ServiceError,
     ServiceGoneError,
@@ -29,7 +30,6 @@ from memsearch.errors import (
     ServiceTimeoutError,
     ServiceUnavailableError,
 )
-from memsearch.engine.interface import Memory, drive
 from memsearch.service.paths import (
     ServicePaths,
     clean_stale,

@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from memsearch.engine.ownership import HERE
 from memsearch.errors import (
     MemSearchError,
     PrivatePathError,
@@ -37,7 +38,6 @@ from memsearch.errors import (
     ServiceUnavailableError,
 )
 from memsearch.files import lock_is_held
-from memsearch.engine.ownership import HERE
 from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
 from memsearch.service.paths import service_paths, store_key
 

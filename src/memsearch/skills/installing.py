@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.engine import written
+from memsearch.engine.project_files import read_project_bytes
 from memsearch.errors import (
     NoInstallTargetError,
     SkillExistsError,
@@ -18,7 +19,6 @@ from memsearch.errors import (
     SkillMetaError,
 )
 from memsearch.files import atomic_write
-from memsearch.engine.project_files import read_project_bytes
 from memsearch.skills.names import SKILL_FILE, content_hash, same_version, utc_now
 from memsearch.skills.repo import (
     commit_all,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsearch.errors import SkillMetaError, SkillNotFoundError
 from memsearch.engine.project_files import read_project_bytes, warn
+from memsearch.errors import SkillMetaError, SkillNotFoundError
 from memsearch.skills.names import (
     CANDIDATES_DIRNAME,
     META_FILE,

@@ -50,8 +50,8 @@ def disabled(env: Mapping[str, str] | None = None) -> bool:
     Here rather than in the engine, so that the engine's actions (the
     OpenCode daemon among them) can ask it without importing the engine back.
     """
-    from memsearch.config.envvars import env_flag
     from memsearch.agent.spawn import DISABLE_ENV
+    from memsearch.config.envvars import env_flag
 
     return env_flag(DISABLE_ENV, env)
 

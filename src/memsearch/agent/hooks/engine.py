@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memsearch.errors import HookUsageError, MemSearchError
 from memsearch.agent.hooks.base import HookContext, HookInput, Platform, PlatformAction, Reply, disabled
+from memsearch.errors import HookUsageError, MemSearchError
 
 __all__ = [
     "ACTIONS",

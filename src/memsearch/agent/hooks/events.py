@@ -17,17 +17,17 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from memsearch.engine import journal
 from memsearch.agent.framing import DATA_NOTE, frame
 from memsearch.agent.hooks import processes
 from memsearch.agent.hooks.base import Capture, HookContext, Reply, render_hook_json
 from memsearch.agent.hooks.summarize import log, redact_capture, summarize_capture
 from memsearch.agent.spawn import NO_WATCH_ENV, memsearch_argv, spawn_detached
+from memsearch.engine import journal
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.index_report import IndexReport
     from memsearch.engine.interface import Memory
+    from memsearch.index_report import IndexReport
 
 __all__ = [
     "EVENTS",

@@ -47,8 +47,8 @@ def capture_turn(ctx: HookContext) -> Capture | None:
 
     The daemon finds which turns are finished; this only reads one from the database (read-only).
     """
-    from memsearch.errors import MemSearchError
     from memsearch.agent.hooks.opencode_capture import default_db
+    from memsearch.errors import MemSearchError
     from memsearch.transcript import read_transcript
 
     raw = ctx.input.raw

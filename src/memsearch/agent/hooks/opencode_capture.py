@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsearch.files import atomic_write, lock_file
 from memsearch.agent.hooks.base import HookContext, HookInput, Platform, disabled
 from memsearch.agent.hooks.collection import absolute_path
 from memsearch.agent.hooks.summarize import log
+from memsearch.files import atomic_write, lock_file
 
 __all__ = ["PendingTurn", "Sidecar", "daemon_action", "main", "pending_turns", "project_sessions", "run_pass"]
 
@@ -204,8 +204,8 @@ def run_pass(
     ``final``: the last pass after OpenCode exited (no quiet window; see :func:`pending_turns`).
     Returns how many turns were journaled (duplicates skipped by the journal do not count).
     """
-    from memsearch.engine import journal
     from memsearch.agent.hooks.events import finish_capture
+    from memsearch.engine import journal
 
     env = os.environ if env is None else env
     base = HookContext.build(platform, "stop", HookInput(cwd=str(project)), env)

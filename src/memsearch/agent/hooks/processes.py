@@ -30,9 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsearch.files import atomic_write, lock_file
-from memsearch.engine.project_files import read_project_text
 from memsearch.agent.spawn import memsearch_argv, spawn_detached
+from memsearch.engine.project_files import read_project_text
+from memsearch.files import atomic_write, lock_file
 
 __all__ = [
     "INDEX_PID",

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsearch.agent.hooks.base import REASONS, Capture, HookContext
-from memsearch.engine.journal import sanitize_bullet
 from memsearch.agent.spawn import quiet_env
+from memsearch.engine.journal import sanitize_bullet
 
 if TYPE_CHECKING:
     from memsearch.redact import Redactor
