@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memsearch import errors
-from memsearch.service import _error_payload, decode_message, error_from_payload
+from memsearch.service import decode_message, error_from_payload, error_payload
 
 SRC = Path(errors.__file__).resolve().parent
 CLASSES = sorted(
@@ -24,7 +24,7 @@ CLASSES = sorted(
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_every_error_round_trips_through_the_service_by_name(cls: type[errors.MemSearchError]) -> None:
     sent = cls("something failed", "do this instead")
-    line = json.dumps({"ok": False, "error": _error_payload(sent)}).encode()
+    line = json.dumps({"ok": False, "error": error_payload(sent)}).encode()
     message = decode_message(line)
     assert message is not None
     got = error_from_payload(message["error"])

@@ -6,6 +6,13 @@ graph below is read from the source (``ast``), so it sees every ``import`` state
 sits. Left out are only imports that never run while the module is imported: those under
 ``if TYPE_CHECKING:``, and those under ``if __name__ == "__main__":`` (run as a script, the file is
 a separate ``__main__`` module, so what it imports cannot lead back to itself).
+
+A second, stricter reading counts two more kinds of edge, and must find no loop either: the
+``if __name__ == "__main__":`` blocks (a script that imports a module which imports the script's
+own module back loads that file twice in one process, once as ``__main__``), and the packages an
+import loads (``from memsearch.agent.hooks.base import X`` first runs ``memsearch/agent/hooks/__init__.py``,
+and whatever that imports: how ``hooks`` and ``maintenance`` once formed one loop of nine modules
+that the first reading did not see).
 """
 
 from __future__ import annotations
@@ -28,29 +35,41 @@ def _module_names() -> dict[str, Path]:
     return modules
 
 
+def _is_script_block(node: ast.If) -> bool:
+    """``if __name__ == "__main__":``."""
+    test = node.test
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
 def _never_runs_on_import(node: ast.If) -> bool:
     """``if TYPE_CHECKING:`` / ``if typing.TYPE_CHECKING:`` / ``if __name__ == "__main__":``."""
     test = node.test
     if isinstance(test, ast.Compare):
-        return (
-            isinstance(test.left, ast.Name)
-            and test.left.id == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
-        )
+        return _is_script_block(node)
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
 
 
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """All import statements that can run on import, at any depth (see the module docstring)."""
+def _imports(tree: ast.AST, *, scripts: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """All import statements that can run on import, at any depth (see the module docstring);
+    with ``scripts``, those of ``__main__`` blocks too."""
     found: list[ast.Import | ast.ImportFrom] = []
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             found.append(node)
-        if isinstance(node, ast.If) and _never_runs_on_import(node):
+        if (
+            isinstance(node, ast.If)
+            and _never_runs_on_import(node)
+            and not (scripts and _is_script_block(node))
+        ):
             stack.extend(node.orelse)
             continue
         stack.extend(ast.iter_child_nodes(node))
@@ -66,13 +85,24 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module → the modules of ours it imports (anywhere in its source)."""
+def _loaded_packages(target: str, importer: str, modules: dict[str, Path]) -> list[str]:
+    """The packages importing ``target`` runs first (its ancestors), less the importer's own: those
+    are loaded before the importer runs at all."""
+    own = importer.split(".")
+    own_ancestors = {".".join(own[:i]) for i in range(1, len(own) + 1)}
+    parts = target.split(".")
+    ancestors = (".".join(parts[:i]) for i in range(1, len(parts)))
+    return [a for a in ancestors if a in modules and a not in own_ancestors]
+
+
+def import_graph(*, scripts: bool = False, packages: bool = False) -> dict[str, set[str]]:
+    """Module → the modules of ours it imports (anywhere in its source). ``scripts`` counts the
+    imports of ``__main__`` blocks; ``packages`` the packages an import loads on the way."""
     modules = _module_names()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         is_package = path.name == "__init__.py"
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path)), scripts=scripts):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -95,6 +125,8 @@ def import_graph() -> dict[str, set[str]]:
                 resolved = _resolve(target, modules)
                 if resolved is not None and resolved != name:
                     graph[name].add(resolved)
+                    if packages:
+                        graph[name].update(_loaded_packages(resolved, name, modules))
     return graph
 
 
@@ -169,10 +201,52 @@ def test_cycles_are_found() -> None:
     assert _one_loop(["a", "b", "c"], graph) == ["a", "b", "c", "a"]
 
 
-def test_no_import_cycles_in_src() -> None:
-    graph = import_graph()
-    found = cycles(graph)
-    assert not found, "import cycles in src/memsearch:\n" + "\n".join(
+def _described(found: list[list[str]], graph: dict[str, set[str]]) -> str:
+    return "\n".join(
         " -> ".join(_one_loop(component, graph)) + f"  (all of: {', '.join(component)})"
         for component in found
     )
+
+
+def test_no_import_cycles_in_src() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    assert not found, "import cycles in src/memsearch:\n" + _described(found, graph)
+
+
+def test_the_strict_graph_sees_scripts_and_packages() -> None:
+    strict = import_graph(scripts=True, packages=True)
+    # The OpenCode daemon's script entry imports the OpenCode row ...
+    assert "memsearch.agent.hooks.opencode" in strict["memsearch.agent.hooks.opencode_daemon"]
+    # ... and importing a module of a package loads the package (here: the store's face) first.
+    assert "memsearch.store" in strict["memsearch.engine.index_scan"]
+    assert "memsearch.store" not in import_graph()["memsearch.engine.index_scan"]
+    # A module's own packages are loaded before it runs: never an edge.
+    assert "memsearch.agent.hooks" not in strict["memsearch.agent.hooks.events"]
+    assert _loaded_packages("memsearch.agent.hooks.base", "memsearch.maintenance.model", _module_names()) == [
+        "memsearch.agent",
+        "memsearch.agent.hooks",
+    ]
+
+
+def test_no_import_loops_counting_scripts_and_packages() -> None:
+    graph = import_graph(scripts=True, packages=True)
+    found = cycles(graph)
+    assert not found, "import loops in src/memsearch (scripts and packages counted):\n" + _described(
+        found, graph
+    )
+
+
+def test_maintenance_never_imports_the_hooks() -> None:
+    # The hooks start maintenance (a task the agent side runs); maintenance is handed a HookContext
+    # and reaches the hook side only through it, so nothing of maintenance imports the hooks (only
+    # type checkers read the context's class).
+    graph = import_graph(scripts=True, packages=True)
+    reached = {
+        (name, target)
+        for name, targets in graph.items()
+        if name == "memsearch.maintenance" or name.startswith("memsearch.maintenance.")
+        for target in targets
+        if target == "memsearch.agent.hooks" or target.startswith("memsearch.agent.hooks.")
+    }
+    assert not reached

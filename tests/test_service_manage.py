@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from cli_process import memsearch
+from memsearch.files import lock_is_held
 from memsearch.service import ServiceClient, read_info, service_paths
-from memsearch.service.paths import lock_is_held
 
 pytestmark = pytest.mark.model
 

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    # Both are computed on first use: reading package metadata alone costs ~40 ms, which every
-    # routed CLI call would pay.
+    # Both are computed on first use: reading package metadata is slow enough (docs/scaling.md)
+    # that every routed CLI call would feel it.
     if name == "MemSearch":
         from memsearch.core import MemSearch
 

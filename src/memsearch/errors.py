@@ -35,7 +35,6 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             NothingToForgetError
         HookUsageError [exit 2]
         IndexingError
-        IndexingFailedError
         InvalidChunkHashError (ValueError)
         InvalidDateError (ValueError) [exit 2]
         InvalidExpandOptionError (ValueError)
@@ -283,10 +282,6 @@ class SecretsFoundError(MemSearchError):
     """``scan`` found secrets in memory files (it lists where, never the values)."""
 
 
-class IndexingFailedError(MemSearchError):
-    """``index`` finished but one or more files failed (the report lists them)."""
-
-
 class UnknownTranscriptFormatError(MemSearchError):
     """The transcript is in no format we know (exit 3, so callers can fall back)."""
 
@@ -419,7 +414,8 @@ class MemoryCommandRefusedError(MaintenanceError, ValueError):
 
 
 class IndexingError(MemSearchError):
-    """A single-file index (``index_file``) failed; the message names the file and reason."""
+    """Files could not be indexed: ``index_file``'s file (the message names it and the reason), or
+    some files of an ``index`` run that finished with the others (its report lists them)."""
 
 
 class WatcherError(MemSearchError):

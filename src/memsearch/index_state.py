@@ -21,7 +21,7 @@ from memsearch.files import atomic_write
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.engine.indexer import IndexReport
+    from memsearch.index_report import IndexReport
 
 STATE_FILE = ".index-state.json"
 SCHEMA_VERSION = 1
@@ -133,7 +133,7 @@ def record_error(
     """A run failed as a whole."""
     if path is None:
         return
-    from memsearch.engine.indexer import format_error
+    from memsearch.index_report import format_error
 
     previous = _load(path)
     record = _base(status, operation, paths, cfg)

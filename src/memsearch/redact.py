@@ -15,10 +15,10 @@ with the same rules:
 - Replacements keep the span's newlines, so the line numbers of an indexed note still point at the
   user's file (``expand`` reads it).
 
-detect-secrets (Yelp) was measured as the detector: 0.38 s to import (it pulls in ``requests`` and
-``yaml``) and ~0.2 MB/s through ``scan_line`` with only its regex plugins, against a hook that runs
-after every agent turn. Its regex plugins' formats are covered by :data:`RULES` instead (this
-module imports ``re`` only: about 5.6 MB/s on the bench corpus, 13 ms to import).
+detect-secrets (Yelp) was measured as the detector: slow to import (it pulls in ``requests`` and
+``yaml``) and many times slower through ``scan_line`` with only its regex plugins than this module
+(docs/scaling.md), against a hook that runs after every agent turn. Its regex plugins' formats are
+covered by :data:`RULES` instead (this module imports ``re`` only).
 
 Counts of what was redacted, by boundary and kind (never a value), are kept in
 ``~/.memsearch/redactions.json`` for ``memsearch stats``.

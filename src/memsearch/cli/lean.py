@@ -2,15 +2,15 @@
 
 Milvus Lite reads its segments with ``pyarrow.parquet``, which imports ``pyarrow.dataset``, whose
 module initialisation asks pyarrow's pandas shim whether pandas is installed, and the shim answers
-by importing it: ~0.25 s (seconds on a busy machine) and ~33 MB in every CLI search, index and hook
-that opens a Lite store, for a library no code path of ours calls. pyarrow treats a pandas that
+by importing it, a noticeable part of the time and memory (docs/scaling.md) of every CLI search,
+index and hook that opens a Lite store, for a library no code path of ours calls. pyarrow treats a pandas that
 cannot be imported as absent and works the same without it.
 
 jieba (the BM25 analyzer's tokenizer, imported whenever a Lite store opens) tries
 ``import pkg_resources`` at import only to locate its own dictionary file, and falls back to the
 file beside its module when that fails. pkg_resources scans every installed distribution when it
-is imported: ~0.2-0.4 s and ~9 MB (``import jieba``: 0.23-0.46 s and 17 MB with it, 0.05-0.07 s
-and 8 MB without, measured here). memsearch never asks jieba for that file (the dictionary comes
+is imported, which makes ``import jieba`` several times slower and larger (docs/scaling.md).
+memsearch never asks jieba for that file (the dictionary comes
 from ``memsearch.store.jieba_dict``), and the fallback finds the same file when jieba does.
 
 :class:`LeanImports` is an import finder that refuses both: ``pandas`` while pymilvus is not
@@ -20,11 +20,10 @@ executed (any other importer gets it). Only the console entry point installs it,
 it owns; library users' processes (``from memsearch import MemSearch``) are left as they are.
 
 The same entry point sets ``ARROW_DEFAULT_MEMORY_POOL=system`` (unless the user set it): pyarrow's
-default pool, mimalloc, keeps what Milvus Lite's parquet reads allocated as its own reserve, ~25 MB
-more resident memory for a search on a 2,000-chunk store than the C library's allocator (measured
-with the same search, 239 against 213 MB). The variable is read when pyarrow first creates its
-pool, so it is set before anything imports pyarrow, and the memory service and hooks a command
-starts inherit it.
+default pool, mimalloc, keeps what Milvus Lite's parquet reads allocated as its own reserve: more
+resident memory for a search than the C library's allocator (docs/scaling.md). The variable is read
+when pyarrow first creates its pool, so it is set before anything imports pyarrow, and the memory
+service and hooks a command starts inherit it.
 """
 
 from __future__ import annotations

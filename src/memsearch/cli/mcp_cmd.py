@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from memsearch.cli.options import common_options
+from memsearch.mcp.budget import MIN_RESULT_CHARS
 
 
 @click.command("mcp")
@@ -19,7 +20,7 @@ from memsearch.cli.options import common_options
 )
 @click.option(
     "--max-result-chars",
-    type=click.IntRange(min=1000, max=200_000),
+    type=click.IntRange(min=MIN_RESULT_CHARS, max=200_000),
     default=None,
     help="Characters one tool result may hold (default 6000); a result cut short says how to get the rest.",
 )

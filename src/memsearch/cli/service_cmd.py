@@ -1,7 +1,7 @@
 """``memsearch service status|stop``: see, and stop, the memory services of this user's stores.
 
 Why: services run in the background (started on demand by ``search``, ``expand`` and the hooks,
-or as ``memsearch serve`` and ``memsearch watch``), each holding a store and its model, 150-200 MB;
+or as ``memsearch serve`` and ``memsearch watch``), each holding a store and its model in memory;
 without a way to list them a user sees only anonymous ``python`` processes, and the only way to
 free a store was ``kill``. ``status`` shows every one (store, PID, kind, uptime, idle time, memory);
 ``stop`` asks one (or all) to stop the way an idle one does, over its socket: no PID from a file

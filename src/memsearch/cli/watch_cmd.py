@@ -191,7 +191,7 @@ class _Session:
             click.echo(shown(message["summary"]))
 
     def _initial_report(self, data: dict[str, Any]) -> None:
-        from memsearch.engine.indexer import IndexReport
+        from memsearch.index_report import IndexReport
 
         report = IndexReport.from_dict(data)
         self.run.finished(report)
@@ -203,13 +203,9 @@ class _Session:
             click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")
 
 
-def _echo_event(_event_type: str, summary: str, _path: Path) -> None:
-    click.echo(shown(summary))
-
-
 def _error_recorder(state: Path | None, cfg: MemSearchConfig) -> OnError:
     """``on_error`` for the watcher: a stderr line and a degraded ``watch:<event>`` state record."""
-    from memsearch.engine.indexer import format_error
+    from memsearch.index_report import format_error
     from memsearch.index_state import record_error
 
     def on_error(event_type: str, exc: BaseException, path: Path) -> None:

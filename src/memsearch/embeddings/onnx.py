@@ -272,12 +272,12 @@ class OnnxEmbedding(BatchingEmbedder):
         return "last_hidden_state" if "last_hidden_state" in names else names[0]
 
     def prepare(self) -> None:
-        """Build the optimised copy of the graph if there is none yet (a child process that peaks at
-        ~260 MB, once per ``~/.memsearch``; ``memsearch.models.onnx_runtime.optimized_copy``)."""
+        """Build the optimised copy of the graph if there is none yet (once per ``~/.memsearch``, in a
+        child process whose peak is in docs/scaling.md; ``memsearch.models.onnx_runtime.optimized_copy``)."""
         optimized_copy(self.files.onnx)
 
     def warm(self) -> None:
-        """Create the session and the tokenizer (graph optimisation takes ~0.4 s; it releases the GIL)."""
+        """Create the session and the tokenizer (onnxruntime's work releases the GIL)."""
         get_session(self.files.onnx)
         get_tokenizer(self.files.tokenizer, self.settings.max_length, self.settings.pad_token)
 
@@ -291,8 +291,8 @@ class OnnxEmbedding(BatchingEmbedder):
         The texts are run in groups of at most ``max_length`` padded tokens (a batch of 4 chunks
         of 256 tokens runs as 4 runs of one): the model's working memory grows with the tokens of
         a run (attention: with their square), and onnxruntime keeps its high-water mark for the
-        rest of the process. Indexing 2,000 chunks peaked ~75 MB lower so, at the same speed
-        (2 cores); short texts, such as queries, still run together.
+        rest of the process. Indexing peaks lower so, at the same speed (docs/scaling.md); short
+        texts, such as queries, still run together.
         """
         session = get_session(self.files.onnx)
         tokenizer = get_tokenizer(self.files.tokenizer, self.settings.max_length, self.settings.pad_token)

@@ -7,8 +7,8 @@ and *removed* from the text that is embedded and BM25-searched, and each one nam
 week is the previous Monday..Sunday, "in October" the whole month), not a point. A library parses
 a string that is all date; it neither finds a phrase in a sentence nor knows its span. One table
 answers both ``--since`` values and query phrases, so the two always agree, and it costs nothing
-at start-up (dateparser 1.x: 0.2 s to import plus 0.6 s for its first parse on every hook and CLI
-search, four more dependencies, and no Chinese numerals such as 三天前). See docs/time.md.
+at start-up (dateparser 1.x would cost an import and a slow first parse on every hook and CLI
+search, docs/scaling.md; four more dependencies, and no Chinese numerals such as 三天前). See docs/time.md.
 
 Everything is resolved against ``today``, the local date of the caller (``TZ`` respected): the
 journals are named by local day.
@@ -313,7 +313,7 @@ def _compile(pattern: str) -> re.Pattern[str]:
 @functools.cache
 def _rules() -> list[tuple[re.Pattern[str], Rule]]:
     """(compiled pattern, rule): every phrase a query may hold, "since X" forms included. Compiled
-    on first need (~30 ms): a query without any of :data:`_CUES` never needs them."""
+    on first need (docs/scaling.md): a query without any of :data:`_CUES` never needs them."""
     points = _POINTS + _SINCE_ONLY
     zh = [(p, r) for p, r in points if not p.isascii()]
     rules = [(_compile(p), r) for p, r in _POINTS]
@@ -324,7 +324,8 @@ def _rules() -> list[tuple[re.Pattern[str], Rule]]:
 
 
 #: Every phrase of the table holds one of these (lowercase) or a digit: a query with none of them
-#: holds no phrase, and the table is not compiled for it (most queries; a routed search is ~80 ms).
+#: holds no phrase, and the table is not compiled for it (most queries; compiling it would be a
+#: large part of a routed search, docs/scaling.md).
 _CUES = (
     "today", "tonight", "morning", "yesterday", "night", "week", "month", "ago", "since", "day",
     *(name.lower()[:3] for name in calendar.month_name if name),

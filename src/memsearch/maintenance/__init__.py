@@ -73,7 +73,13 @@ from memsearch.maintenance.common import (
 from memsearch.maintenance.model import HOST_PREAMBLE, ask_model
 from memsearch.maintenance.prompt import build_prompt, parse_answer, recent_journals
 from memsearch.maintenance.run import Asker, run_tasks
-from memsearch.maintenance.session import due_tasks, index_files, lock_held, session_context, start_due_tasks
+from memsearch.maintenance.session import (
+    due_tasks,
+    index_files,
+    run_in_progress,
+    session_context,
+    start_due_tasks,
+)
 from memsearch.maintenance.state import (
     check_due,
     input_digest,
@@ -133,11 +139,11 @@ __all__ = [
     "input_stamp",
     "journal_paths",
     "load_state",
-    "lock_held",
     "parse_answer",
     "recent_journals",
     "resolve_path",
     "root_of",
+    "run_in_progress",
     "run_lock",
     "run_memory_command",
     "run_tasks",

@@ -232,8 +232,7 @@ def validate_memory_command(command: str, scope: MemoryScope) -> list[str]:
 def run_memory_command(command: str, scope: MemoryScope) -> str:
     """Run one lookup for the model and return its output (an ``Error: ...`` line when refused or
     failed; the model reads it and may try something else). Calls beyond the budget are refused."""
-    from memsearch.agent.hooks.base import DISABLE_ENV, NO_WATCH_ENV
-    from memsearch.agent.hooks.processes import memsearch_argv
+    from memsearch.agent.spawn import memsearch_argv, quiet_env
 
     if scope.calls_left <= 0:
         return f"Error: the limit of {MAX_TOOL_CALLS} lookups is reached; answer with what you have."
@@ -242,7 +241,7 @@ def run_memory_command(command: str, scope: MemoryScope) -> str:
         args = validate_memory_command(command, scope)
     except MemoryCommandRefusedError as exc:
         return f"Error: refused: {exc.one_line()}"
-    env = {**os.environ, NO_WATCH_ENV: "1", DISABLE_ENV: "1"}
+    env = quiet_env(os.environ)
     try:
         proc = subprocess.run(
             memsearch_argv(*args),

@@ -52,9 +52,7 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
                 hint=f"Set plugins.{run.ctx.platform.name}.{run.task.name}.provider to an "
                 "[llm.providers.<name>] entry.",
             )
-        from memsearch.agent.hooks.summarize import collecting_reasons
-
-        with collecting_reasons() as reasons:  # into the error: a run by hand has no hook log
+        with run.ctx.collecting_reasons() as reasons:  # into the error: a run by hand has no hook log
             text = summarizer(
                 _with_model(run.ctx, run.settings.model or NATIVE_MODELS.get(run.ctx.platform.name, "")),
                 HOST_PREAMBLE + prompt_for(False, NATIVE_PROMPT_CHARS),

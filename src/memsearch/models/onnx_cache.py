@@ -1,7 +1,7 @@
 """The saved optimised ONNX graph's folder: sealed with checksums when built, verified when used.
 
 ``memsearch.models.onnx_runtime.optimized_copy`` keeps a graph it optimised once under
-``~/.memsearch/onnx-optimized/<key>/`` (``model.onnx`` and its ``weights``, ~90 MB) and every later
+``~/.memsearch/onnx-optimized/<key>/`` (``model.onnx`` and its ``weights``) and every later
 process loads it instead of the packaged model. A damaged copy that onnxruntime still loads (bytes
 overwritten in place, same size) gives wrong vectors, and wrong vectors go into the embedding
 cache and the store. So the folder is trusted only when:
@@ -10,11 +10,11 @@ cache and the store. So the folder is trusted only when:
 - ``checksums.json`` names the same source graph and the sha256 of each file, recorded when it was
   built, and each file is a regular file of ours that matches.
 
-Hashing the ~90 MB of weights costs ~60 ms (measured: sha256 at ~1.5 GB/s, file in the page cache),
-too much to pay in every search, so the record also keeps each file's stamp (size, inode,
-modification and change times, the change time being one no write can leave untouched): when the
-stamps match, verifying costs three ``stat`` calls (~0.01 ms); when they do not (a write, a copy to
-a new disk), the files are hashed once and, if they still match, the new stamps are recorded.
+Hashing the weights costs tens of milliseconds (docs/scaling.md), too much to pay in every search,
+so the record also keeps each file's stamp (size, inode, modification and change times, the change
+time being one no write can leave untouched): when the stamps match, verifying costs three ``stat``
+calls; when they do not (a write, a copy to a new disk), the files are hashed once and, if they
+still match, the new stamps are recorded.
 Standard library only.
 """
 

@@ -57,8 +57,8 @@ def _options(level: ort.GraphOptimizationLevel) -> ort.SessionOptions:
     options.inter_op_num_threads = 1
     options.graph_optimization_level = level
     # Memory patterns are planned and kept per input shape, and every batch of texts has its own
-    # shape (padded to its longest text): while indexing, the arena grew by ~70 MB more with them
-    # (240 texts of up to 256 tokens: peak +215 MB with, +147 MB without), for no measured gain.
+    # shape (padded to its longest text): while indexing, the arena grew more with them, for no
+    # measured gain (docs/scaling.md has the figures).
     options.enable_mem_pattern = False
     options.log_severity_level = 3  # warnings about unused initialisers are noise to users
     return options
@@ -69,16 +69,16 @@ def optimized_copy(path: Path) -> Path | None:
 
     Why: the packaged model stores its weights as int8 and widens them with Cast and Mul nodes;
     graph optimisation folds those into float32 weights in every process that loads it. That
-    costs ~0.4 s per process and ~60 MB more peak memory than loading the folded graph, because
+    costs time in every process and more peak memory than loading the folded graph (docs/scaling.md), because
     while it folds it holds the int8 weights, the parsed model and the new float32 weights at
     once. Saved with its weights in a separate file, the folded graph is memory-mapped by the
     next process and needs no optimisation at all; the vectors are the same (the test compares
     them). The copy is keyed by the source file (path, size, mtime) and the onnxruntime version,
     written to a temporary folder and renamed into place, so a crash or a concurrent builder
     never leaves a half-written graph to load. It is built in a child process
-    (``memsearch.models.onnx_build``): folding peaks at ~215 MB over the process's size, and a process
-    rarely returns that memory to the system afterwards; only if the child cannot run is it
-    built here.
+    (``memsearch.models.onnx_build``): folding is the model's largest memory peak (docs/scaling.md), and
+    a process rarely returns that memory to the system afterwards; only if the child cannot run
+    is it built here.
     """
     from memsearch.config.envvars import env_flag
 

@@ -2,7 +2,7 @@
 
 Why: Milvus Lite lets one process open a database, so with the original a running ``watch`` blocks
 every ``search``, and agent hooks that index or search in parallel fail. Every command also pays
-0.7–2.5 s of start-up (pymilvus import, model load). ``memsearch serve`` (and ``memsearch watch``)
+the start-up (pymilvus import, model load; docs/scaling.md). ``memsearch serve`` (and ``memsearch watch``)
 keeps the store, the embedding model and the watchers open in one process and answers requests
 on a Unix socket under the memsearch home; the CLI sends its request there when a service is
 running for that store, and opens the store directly otherwise. The same ``MemSearch`` methods
@@ -67,10 +67,6 @@ from memsearch.service.protocol import (
 if TYPE_CHECKING:
     from memsearch.service.server import HEARTBEAT_INTERVAL, IDLE_TIMEOUT, MAX_CONNECTIONS, MemoryService
 
-#: The old name of :class:`ServiceMemory`.
-RemoteMemSearch = ServiceMemory
-#: The old private name of :func:`error_payload` (tests use it).
-_error_payload = error_payload
 
 _SERVER_NAMES = frozenset({"HEARTBEAT_INTERVAL", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "MemoryService"})
 
@@ -87,7 +83,6 @@ __all__ = [
     "NO_SERVICE_ENV",
     "TIMEOUT_ENV",
     "MemoryService",
-    "RemoteMemSearch",
     "RequestTooLarge",
     "ServiceClient",
     "ServiceError",

@@ -1,7 +1,7 @@
 """This user's memory services, seen and stopped from outside: ``memsearch service status|stop``, and
 the cap on services started on demand.
 
-Why: a service keeps a store, its model and its indexes in memory (150-200 MB); one started on
+Why: a service keeps a store, its model and its indexes in memory (docs/scaling.md); one started on
 demand stays ``service.idle_timeout`` seconds after its last request, so thirty stores searched in
 a row meant thirty of them. This module finds every service of this user (an info file under the
 run folder whose lock is held), asks each over its socket what it is and how long it has been idle
@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.errors import MemSearchError, ServiceError, ServiceTimeoutError
+from memsearch.files import lock_is_held
 from memsearch.service.client import CONNECT_TIMEOUT, ServiceClient
 from memsearch.service.paths import (
     ServicePaths,
     clean_stale,
     folder_problem,
-    lock_is_held,
     read_info_file,
     run_dirs_problem,
     run_folder,

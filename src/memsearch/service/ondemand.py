@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING
 
 from memsearch.config.envvars import env_flag, env_number
 from memsearch.errors import MemSearchError, UnsafeRunDirError
+from memsearch.files import lock_is_held
 from memsearch.service.client import ServiceClient, connect, no_service, warn_once
-from memsearch.service.paths import is_dir, lock_is_held, private_dir, service_paths
+from memsearch.service.paths import is_dir, private_dir, service_paths
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig

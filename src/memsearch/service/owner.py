@@ -37,8 +37,9 @@ from memsearch.errors import (
     ServiceRunningError,
     ServiceUnavailableError,
 )
+from memsearch.files import lock_is_held
 from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
-from memsearch.service.paths import lock_is_held, service_paths, store_key
+from memsearch.service.paths import service_paths, store_key
 
 if TYPE_CHECKING:
     from memsearch.service.server import Engine, MemoryService

@@ -19,8 +19,10 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from memsearch import files
 from memsearch.errors import PrivatePathError, UnsafeRunDirError
+
+# The service lock's probe is the one in memsearch.files (service.client still imports it from here).
+from memsearch.files import lock_is_held
 
 #: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
 _MAX_SOCKET_PATH = 100
@@ -161,14 +163,6 @@ def read_info_file(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def lock_is_held(lock: Path) -> bool:
-    """Whether some process holds the service lock (i.e. a service is alive).
-
-    Raises OSError when the lock path is not a regular file we can open (never follows a link).
-    """
-    return files.lock_is_held(lock)
 
 
 def clean_stale(paths: ServicePaths) -> bool:

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from memsearch.core import MemSearch
-    from memsearch.engine.indexer import IndexReport
+    from memsearch.index_report import IndexReport
 
 logger = logging.getLogger("memsearch.service")
 
@@ -241,7 +241,7 @@ class MemoryService:
     @staticmethod
     async def _warm(ms: MemSearch) -> None:
         # A real search, not just opening: Milvus Lite builds each segment's BM25 index and loads
-        # jieba's dictionary on the first search (0.5 s at 2,000 chunks, seconds at 20,000), which
+        # jieba's dictionary on the first search (seconds on a large store, docs/scaling.md), which
         # would otherwise land on the first prompt's recall. The service owns the store and
         # writes to it, so it creates a missing collection first (a plain search would not).
         from memsearch.errors import CollectionNotFoundError

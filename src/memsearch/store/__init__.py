@@ -3,9 +3,9 @@
 Owns the collection schema (the original's), hybrid dense + BM25 search fused by RRF, upsert,
 delete and paginated scalar queries, filter-expression escaping, and turning every driver failure
 into a :mod:`memsearch.errors` class with a hint. Milvus Lite is driven in this process by
-:mod:`memsearch.store.lite`, without pymilvus; pymilvus is imported (inside functions only: it costs
-~0.8 s) for Milvus servers and Zilliz Cloud alone. Both are one typed driver interface
-(:class:`~memsearch.store.driver.StoreDriver`).
+:mod:`memsearch.store.lite`, without pymilvus; pymilvus is imported (inside functions only: it is
+slow to import, docs/scaling.md) for Milvus servers and Zilliz Cloud alone. Both are one typed
+driver interface (:class:`~memsearch.store.driver.StoreDriver`).
 
 The package is split along those parts; this module re-exports their public names, so
 ``from memsearch.store import ...`` keeps working:

@@ -3,7 +3,8 @@
 Owns the checks made before a Lite database is opened (platform, ``.db`` suffix, a database file
 from an older Milvus Lite, its directory), and waiting for a database another process holds. Both
 kinds come out as one typed :class:`~memsearch.store.driver.StoreDriver`. pymilvus is imported
-only for a server (it costs ~0.8 s), and installed only with the ``server`` extra.
+only for a server (it is slow to import: docs/scaling.md), and installed only with the ``server``
+extra.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from memsearch import errors
 from memsearch.store.analyzer import JIEBA_QUIET
 from memsearch.store.driver_errors import (
+    data_dir_locked,
     describe_holders,
     driver_message,
     generic_open_error,
     is_driver_error,
     legacy_file_error,
-    lock_is_held,
     locked_hint,
     milvus_lite_major,
     quiet,
@@ -81,7 +82,7 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
         if failure is None:
             return client
         cause = captured[0] if captured else failure
-        if type(cause).__name__ != "DataDirLockedError" and not lock_is_held(path):
+        if type(cause).__name__ != "DataDirLockedError" and not data_dir_locked(path):
             raise generic_open_error(path, cause) from cause
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -97,7 +98,7 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
 
 
 def _pymilvus(location: StoreLocation) -> Any:
-    """pymilvus, which only a server URI needs (the ``server`` extra: it pulls pandas, ~95 MB)."""
+    """pymilvus, which only a server URI needs (the ``server`` extra: it pulls pandas)."""
     try:
         import pymilvus
     except ImportError:

@@ -93,8 +93,9 @@ def driver_message(exc: BaseException) -> tuple[Any, str]:
 # --- Milvus Lite: locks -------------------------------------------------------------------
 
 
-def lock_is_held(db_dir: Path) -> bool:
-    """Whether some process holds milvus-lite's flock on ``db_dir`` (POSIX only)."""
+def data_dir_locked(db_dir: Path) -> bool:
+    """Whether some process holds milvus-lite's flock on the data folder ``db_dir`` (POSIX only;
+    False when the lock file cannot be opened)."""
     if sys.platform == "win32":  # pragma: no cover
         return False
     try:

@@ -1,22 +1,22 @@
-"""jieba's word-frequency table in ~9 MB instead of ~75 MB: :class:`CompactFreq`.
+"""jieba's word-frequency table in flat arrays instead of a dict: :class:`CompactFreq`.
 
 jieba keeps its dictionary as one Python dict, ``FREQ``: every word of ``dict.txt`` with its
 frequency, and every prefix of a word with frequency 0 (about 580,000 keys). As Python objects that
-is ~75 MB, held by every process that segments one Chinese text — with Milvus Lite that is every
-``memsearch index`` of a Chinese note and every Chinese search. jieba only ever asks that table
-"is this string a key?" and "what is its frequency?", so :class:`CompactFreq` answers the same two
-questions from flat arrays: the keys' CRC-32s sorted (binary search), their frequencies, and where
-each key's characters start in one string holding every word once (a prefix points into its word).
-A CRC match is confirmed by comparing the characters, so answers are exact, never probabilistic.
-A lookup costs ~1.7 µs instead of a dict's ~0.05 µs, so the latest 50,000 answers are kept in an
-ordinary dict (text repeats its words).
+is tens of MB (docs/scaling.md), held by every process that segments one Chinese text — with Milvus
+Lite that is every ``memsearch index`` of a Chinese note and every Chinese search. jieba only ever
+asks that table "is this string a key?" and "what is its frequency?", so :class:`CompactFreq`
+answers the same two questions from flat arrays: the keys' CRC-32s sorted (binary search), their
+frequencies, and where each key's characters start in one string holding every word once (a prefix
+points into its word). A CRC match is confirmed by comparing the characters, so answers are exact,
+never probabilistic. A lookup costs far more than a dict's (docs/scaling.md), so the latest 50,000
+answers are kept in an ordinary dict (text repeats its words).
 
-The table is built once from jieba's ``dict.txt`` (~2 s) and kept in ``~/.memsearch/cache``
+The table is built once from jieba's ``dict.txt`` (seconds) and kept in ``~/.memsearch/cache``
 (keyed by the file's path, size and modification time; written atomically, mode 0600), so later
-processes read ~12 MB of arrays in milliseconds. It is not kept in the shared temp folder: a name
+processes read its arrays in milliseconds. It is not kept in the shared temp folder: a name
 there is predictable, and another local user could plant a FIFO (every Chinese index or search
 would hang opening it) or a table of their own. The file carries the sha256 of its contents, checked
-when it is read (~10 ms); a file that is not a regular file of ours, or does not match, is rebuilt.
+when it is read (milliseconds); a file that is not a regular file of ours, or does not match, is rebuilt.
 Words added at run time (``jieba.add_word``) go into a small ordinary dict consulted first.
 """
 
@@ -42,7 +42,7 @@ _MAGIC = b"memsearch-jieba-freq-2\n"
 _DIGEST_SIZE = 32
 _HEADER = struct.Struct("<QQQ")
 _MISSING: Any = object()
-#: Lookups remembered at most (~5 MB of short strings); the memory is cleared when it is full.
+#: Lookups remembered at most (a few MB of short strings, docs/scaling.md); cleared when full.
 RECENT_MAX = 50_000
 
 

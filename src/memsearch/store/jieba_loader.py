@@ -1,7 +1,7 @@
 """Loading jieba's dictionary for Milvus Lite's BM25 analyzer: late, and only when Chinese needs it.
 
 Milvus Lite tokenises ``content`` and every BM25 query in our process with jieba, and jieba loads
-its whole dictionary (~500,000 words and prefixes; ~75 MB more memory as a dict, ~0.35-1.3 s) on
+its whole dictionary (~500,000 words and prefixes; tens of MB as a dict, and up to a second) on
 the first text it segments, Chinese or not. Most memories and queries have no Chinese, and for
 text without a Han character jieba's result depends on a tiny part of that dictionary: the 56
 entries (words and word prefixes) made only of the ASCII letters, digits and ``+#&._%-`` that
@@ -13,8 +13,8 @@ benchmark corpus and on awkward strings); a different jieba version or a custom 
 the full dictionary at once.
 
 This module owns both steps: the deferral and the full load, which gives jieba the same table in
-compact form (``memsearch.store.jieba_dict``: ~9 MB instead of ~75 MB, read in milliseconds once built)
-and leaves anything unexpected (a custom dictionary, an unreadable file) to jieba's own
+compact form (``memsearch.store.jieba_dict``: a fraction of the dict's memory, read in milliseconds
+once built) and leaves anything unexpected (a custom dictionary, an unreadable file) to jieba's own
 initialisation.
 """
 
@@ -105,7 +105,7 @@ def load_full(tokenizer: Any) -> None:
 
     The table is read from the temp folder (built from jieba's ``dict.txt`` the first time).
     When that fails, ``tokenizer.initialized`` stays false and jieba loads its own dictionary (a
-    plain dict, ~75 MB) on the next text it segments.
+    plain dict) on the next text it segments.
     """
     try:
         import jieba

@@ -569,7 +569,7 @@ class MilvusStore:
 
     def flush(self) -> None:
         """Seal recent writes. On Milvus Lite, rows still in the write buffer are searched row by row
-        in Python (2,000 fresh rows: ~125 ms a search, ~14 ms after a flush), so the indexer flushes
+        in Python (several times slower than after a flush, docs/scaling.md), so the indexer flushes
         after a run that changed anything."""
         self._require_collection()
         self._guard(self._driver().flush, self._collection)

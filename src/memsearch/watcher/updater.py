@@ -98,7 +98,7 @@ class IndexUpdater:
         try:
             return await work
         except Exception as exc:
-            from memsearch.engine.indexer import format_error
+            from memsearch.index_report import format_error
 
             if self.on_error is None:
                 logger.warning("watch: %s failed for %s: %s", event_type, path, format_error(exc))

@@ -9,10 +9,12 @@ event handlers are shared, and every other table about hosts is derived from the
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,9 +23,7 @@ if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig, PluginPlatformConfig
 
 __all__ = [
-    "DISABLE_ENV",
     "MEMSEARCH_DIR_ENV",
-    "NO_WATCH_ENV",
     "Capture",
     "HookContext",
     "HookInput",
@@ -37,10 +37,9 @@ __all__ = [
     "render_hook_json",
 ]
 
-#: Set to 1 on every nested agent call: the hooks of that agent then do nothing (no re-entry).
-DISABLE_ENV = "MEMSEARCH_DISABLE"
-#: Set to 1 to keep the hooks from starting or stopping background processes.
-NO_WATCH_ENV = "MEMSEARCH_NO_WATCH"
+#: While a caller collects the hook side's reasons (:meth:`HookContext.collecting_reasons`), the list
+#: :func:`memsearch.agent.hooks.summarize.log` appends to instead of printing.
+REASONS: ContextVar[list[str] | None] = ContextVar("memsearch_summariser_reasons", default=None)
 #: A shared memory folder replacing ``<project>/.memsearch`` (the collection follows it).
 MEMSEARCH_DIR_ENV = "MEMSEARCH_DIR"
 
@@ -48,9 +47,10 @@ MEMSEARCH_DIR_ENV = "MEMSEARCH_DIR"
 def disabled(env: Mapping[str, str] | None = None) -> bool:
     """Whether ``MEMSEARCH_DISABLE=1`` asks every hook to do nothing.
 
-    Here beside :data:`DISABLE_ENV` rather than in the engine, so that the engine's actions (the
+    Here rather than in the engine, so that the engine's actions (the
     OpenCode daemon among them) can ask it without importing the engine back.
     """
+    from memsearch.agent.spawn import DISABLE_ENV
     from memsearch.config.envvars import env_flag
 
     return env_flag(DISABLE_ENV, env)
@@ -272,6 +272,20 @@ class HookContext:
     @property
     def plugin(self) -> PluginPlatformConfig:
         return self.config.plugins.platform(self.platform.name)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def collecting_reasons() -> Iterator[list[str]]:
+        """Collect what the hook side would log (why a host CLI gave no answer) for the caller's
+        error message instead: maintenance run by hand has no hook log. A method of the context so
+        that maintenance, which is handed a context, asks the hook side through it and never
+        imports it."""
+        reasons: list[str] = []
+        token = REASONS.set(reasons)
+        try:
+            yield reasons
+        finally:
+            REASONS.reset(token)
 
     def description(self) -> str:
         """The collection description: ``<project folder> | <provider>/<model>``."""

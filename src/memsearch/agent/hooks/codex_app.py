@@ -29,8 +29,8 @@ from memsearch.errors import CodexAppError
 __all__ = ["CodexApp", "CodexAppError", "HookStatus", "codex_executable", "our_hooks", "trust_our_hooks"]
 
 #: Seconds one app-server request may take. It answers in well under one on an idle laptop, but
-#: its first answer waits for its start-up, which took over 20 s on a 2-core machine running other
-#: work (a test suite on three workers); install and doctor are one-off commands, so waiting
+#: its first answer waits for its start-up, which can take tens of seconds on a busy machine
+#: (docs/scaling.md); install and doctor are one-off commands, so waiting
 #: longer costs little and a spurious "no answer" costs a user a failed install.
 REQUEST_TIMEOUT = 60.0
 

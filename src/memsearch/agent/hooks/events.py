@@ -19,20 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 from memsearch.agent.framing import DATA_NOTE, frame
 from memsearch.agent.hooks import processes
-from memsearch.agent.hooks.base import NO_WATCH_ENV, Capture, HookContext, Reply, render_hook_json
+from memsearch.agent.hooks.base import Capture, HookContext, Reply, render_hook_json
 from memsearch.agent.hooks.summarize import log, redact_capture, summarize_capture
+from memsearch.agent.spawn import NO_WATCH_ENV, memsearch_argv, spawn_detached
 from memsearch.engine import journal
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.engine.indexer import IndexReport
     from memsearch.engine.interface import Memory
+    from memsearch.index_report import IndexReport
 
 __all__ = [
     "EVENTS",
     "MIN_PROMPT_CHARS",
     "SYNC_ENV",
-    "engine_settings",
     "finish_capture",
     "finish_detached",
     "index_memory",
@@ -254,14 +254,6 @@ def _log_injection(ctx: HookContext, via: str, context: str) -> None:
 # --- prompt submit ----------------------------------------------------------------------------
 
 
-def engine_settings(ctx: HookContext) -> dict[str, Any]:
-    """``MemSearch`` arguments for this project: the same the watch started at SessionStart uses, so
-    the memory service answers the hooks with the watch's already-open engine."""
-    from memsearch import core
-
-    return core.engine_settings(ctx.config, description=ctx.description(), follow_links=False)
-
-
 def open_project_memory(ctx: HookContext) -> Memory:
     """This project's memory (its memory folder, with the watch's settings), through the store's
     owner; a service is started on demand when nobody owns the store (``service.autostart``). A
@@ -467,7 +459,7 @@ WORKER_LOG_MAX = 1 << 20
 def _detach(ctx: HookContext, capture: Capture | None) -> None:
     """Hand the capture (or, when None, the reading of the turn too) to a detached worker."""
     data = {"context": ctx.to_json(), "capture": capture.to_json() if capture is not None else None}
-    argv = processes.memsearch_argv("hook", ctx.platform.name, "stop", "--worker")
+    argv = memsearch_argv("hook", ctx.platform.name, "stop", "--worker")
     ctx.memsearch_dir.mkdir(parents=True, exist_ok=True)
     log = ctx.memsearch_dir / WORKER_LOG
     try:
@@ -475,7 +467,7 @@ def _detach(ctx: HookContext, capture: Capture | None) -> None:
     except OSError:
         keep = True
     payload = json.dumps(data).encode("utf-8")
-    pid = processes.spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
+    pid = spawn_detached(argv, stdin_data=payload, log=log, append=keep, cwd=ctx.project_dir)
     if ctx.platform.keep_watch:  # the watch must outlive a host that exits now (``claude -p``)
         processes.hold_watch(ctx.memsearch_dir, ctx.memory_dir, processes.WatchUser.of(_worker_key(pid), pid))
 

@@ -4,7 +4,7 @@ Host facts this row encodes: OpenCode plugins are JavaScript modules
 with tools and an ``experimental.chat.system.transform`` hook, but no "turn finished" hook that
 hands over a transcript. So the plugin module in ``plugins/opencode`` asks
 ``memsearch hook opencode session-start`` for the memory to put in the system prompt, and a capture
-daemon (:mod:`memsearch.agent.hooks.opencode_daemon`) polls OpenCode's database for finished turns.
+daemon (:mod:`memsearch.agent.hooks.opencode_capture`) polls OpenCode's database for finished turns.
 
 - The project is the folder the plugin runs the command in (OpenCode's worktree); ``MEMSEARCH_DIR``
   is honoured like on every other platform (the original OpenCode plugin ignored it).
@@ -47,7 +47,7 @@ def capture_turn(ctx: HookContext) -> Capture | None:
 
     The daemon finds which turns are finished; this only reads one from the database (read-only).
     """
-    from memsearch.agent.hooks.opencode_daemon import default_db
+    from memsearch.agent.hooks.opencode_capture import default_db
     from memsearch.errors import MemSearchError
     from memsearch.transcript import read_transcript
 
@@ -95,7 +95,7 @@ def opencode_summarizer(ctx: HookContext, prompt: str) -> str | None:
 
 def _daemon(platform: Platform, options: Mapping[str, Any]) -> str:
     """The capture daemon for the current folder (runs until OpenCode exits)."""
-    from memsearch.agent.hooks.opencode_daemon import daemon_action  # only the daemon needs it
+    from memsearch.agent.hooks.opencode_capture import daemon_action  # only the daemon needs it
 
     return daemon_action(platform, options)
 

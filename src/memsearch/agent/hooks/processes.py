@@ -1,7 +1,7 @@
 """Background processes the hooks start, and how they stop exactly those and nothing else.
 
-- :func:`spawn_detached` starts a process in its own session, so the hook returns at once and the
-  host killing the hook's process group does not kill it.
+- :func:`memsearch.agent.spawn.spawn_detached` starts a process in its own session, so the hook
+  returns at once and the host killing the hook's process group does not kill it.
 - A pid file records what was started. Before a pid is signalled its command line is read back
   (``/proc/<pid>/cmdline``, or ``ps`` where there is no ``/proc``) and must be *our* command for
   *this* memory folder: a recycled pid, or another project's watch, is never touched. Nothing is
@@ -24,15 +24,15 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsearch.agent.spawn import memsearch_argv, spawn_detached
 from memsearch.engine.project_files import read_project_text
-from memsearch.files import atomic_write, lock_file, open_own
+from memsearch.files import atomic_write, lock_file
 
 __all__ = [
     "INDEX_PID",
@@ -45,12 +45,10 @@ __all__ = [
     "host_process",
     "index_argv",
     "is_running",
-    "memsearch_argv",
     "process_start",
     "read_pid",
     "release_watch",
     "retain_watch",
-    "spawn_detached",
     "start_index",
     "stop_process",
     "watch_argv",
@@ -74,11 +72,6 @@ LAUNCHERS = frozenset(
 )
 
 
-def memsearch_argv(*args: str) -> list[str]:
-    """Run memsearch with this very interpreter, so a child uses the same install as the hook."""
-    return [sys.executable, "-m", "memsearch", *args]
-
-
 def watch_argv(
     memory_dir: Path, collection: str, description: str, users_file: Path | None = None
 ) -> list[str]:
@@ -100,48 +93,6 @@ def index_argv(memory_dir: Path, collection: str, description: str, *, command: 
         description,
         "--no-follow-links",
     )
-
-
-def spawn_detached(
-    argv: Sequence[str],
-    *,
-    log: Path | None = None,
-    stdin_data: bytes | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    append: bool = False,
-) -> int:
-    """Start ``argv`` in a new session, output to ``log`` (or nowhere), and return its pid.
-
-    The log is truncated first unless ``append`` (several workers sharing one log).
-    ``stdin_data`` is written to the child's stdin, which is then closed; the call does not wait
-    for the child.
-    """
-    out: int = subprocess.DEVNULL
-    if log is not None:  # a FIFO or link planted under the log's name is refused (OSError)
-        out = open_own(log, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC), 0o666)
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            start_new_session=True,
-            close_fds=True,
-        )
-    finally:
-        if log is not None:
-            os.close(out)  # the child holds its own descriptor
-    if stdin_data is not None and proc.stdin is not None:
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.write(stdin_data)
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.close()
-    # The child outlives us on purpose; mark it handled so Popen does not warn when collected.
-    proc.returncode = 0
-    return proc.pid
 
 
 def command_line(pid: int) -> list[str] | None:

@@ -26,12 +26,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsearch.agent.hooks.base import DISABLE_ENV, NO_WATCH_ENV, Capture, HookContext
+from memsearch.agent.hooks.base import REASONS, Capture, HookContext
+from memsearch.agent.spawn import quiet_env
 from memsearch.engine.journal import sanitize_bullet
 
 if TYPE_CHECKING:
@@ -63,30 +63,15 @@ TOOL_CHARS = 200
 _NESTED_UNSET = ("CLAUDECODE",)
 
 
-#: While a caller collects the summarisers' reasons (:func:`collecting_reasons`), the list they go to.
-_REASONS: ContextVar[list[str] | None] = ContextVar("memsearch_summariser_reasons", default=None)
-
-
 def log(message: str, then: str = "") -> None:
     """One line on stderr: hosts show it in their hook logs; stdout is reserved for the reply.
     ``then`` says what the hook does next. While a caller collects reasons, ``message`` goes to
     it instead: a command run by hand puts it in its own error rather than a hook's log line."""
-    reasons = _REASONS.get()
+    reasons = REASONS.get()
     if reasons is not None:
         reasons.append(message)
     else:
         print(f"memsearch hook: {message}" + (f"; {then}" if then else ""), file=sys.stderr)
-
-
-@contextlib.contextmanager
-def collecting_reasons() -> Iterator[list[str]]:
-    """Collect what :func:`log` would print, for the caller's error message."""
-    reasons: list[str] = []
-    token = _REASONS.set(reasons)
-    try:
-        yield reasons
-    finally:
-        _REASONS.reset(token)
 
 
 # --- rendering a turn -------------------------------------------------------------------------
@@ -215,9 +200,7 @@ def run_summarizer(ctx: HookContext, argv: Sequence[str], *, stdin: str = "") ->
 
 def nested_env(ctx: HookContext, **extra: str) -> dict[str, str]:
     """The environment of a nested agent: ours, marked so our hooks inside it do nothing."""
-    env = {k: v for k, v in ctx.env.items() if k not in _NESTED_UNSET}
-    env[DISABLE_ENV] = "1"
-    env[NO_WATCH_ENV] = "1"
+    env = quiet_env({k: v for k, v in ctx.env.items() if k not in _NESTED_UNSET})
     env.update(extra)
     return env
 

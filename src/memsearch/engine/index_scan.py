@@ -1,0 +1,172 @@
+"""An ``index`` run's first steps: scan the paths, compare them with the manifest, and read and
+chunk the files whose bytes changed (``memsearch.engine.indexer`` runs them in that order).
+
+Nothing here opens the store or loads the model: an unchanged folder is answered from these steps
+alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memsearch.chunker import Chunk, chunk_markdown
+from memsearch.engine.manifest import FileEntry, Manifest, entry_matches, mtime_ns
+from memsearch.errors import MemSearchError
+from memsearch.index_report import IndexFailure, format_error
+from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
+
+if TYPE_CHECKING:
+    from memsearch.engine.indexer import IndexSettings
+
+#: The text to chunk from a file's decoded text (its private spans and secrets left out), or None
+#: to leave the file out; it may append warnings.
+PrivateText = Callable[[str, Path, list[str]], "str | None"]
+
+
+def unnamable(source: str) -> str | None:
+    """Why the store could not name ``source`` in a filter, or None. Checked per file, so one such
+    name (a control character) is skipped with a warning and never stops the files beside it."""
+    from memsearch.store.filters import filter_problem
+
+    problem = filter_problem(source)
+    return f"its path {problem}, which the index cannot look up; rename the file" if problem else None
+
+
+def under(source: str, roots: Sequence[Path]) -> bool:
+    """True when ``source`` lies inside one of the directory ``roots`` (path-boundary check)."""
+    p = Path(source)
+    for root in roots:
+        try:
+            p.relative_to(root)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
+@dataclass
+class Scanned:
+    """The markdown files under the settings' paths, what could not be looked at, and the
+    directory roots (a source under one of them that is no longer found was deleted)."""
+
+    files: list[ScannedFile]
+    failures: list[IndexFailure]
+    skipped: list[tuple[str, str]]
+    roots: list[Path]
+
+    def report_counts(self) -> tuple[int, int, tuple[IndexFailure, ...]]:
+        """``total_files``, ``indexed_files`` and ``failed_files`` of the run's report."""
+        return len(self.files), len(self.files) - len(self.failures), tuple(self.failures)
+
+
+def scan_paths(settings: IndexSettings) -> Scanned:
+    """Step 1: the files under the paths (ignore rules, exclusions, links as the settings say)."""
+    result = scan(
+        list(settings.paths),
+        ignore_files=list(settings.ignore_files),
+        exclude=list(settings.exclude),
+        follow_links=settings.follow_links,
+    )
+    roots = [Path(p).expanduser().resolve() for p in settings.paths if Path(p).expanduser().is_dir()]
+    failures = [IndexFailure(path, reason) for path, reason in result.problems]
+    return Scanned(result.files, failures, result.skipped, roots)
+
+
+@dataclass
+class Diff:
+    """Step 2: the scan against the manifest. ``stat_changed`` may still hold the same bytes."""
+
+    active: set[str]
+    gone: list[str]
+    stat_changed: list[ScannedFile]
+
+
+def diff(scanned: Scanned, manifest: Manifest, force: bool) -> Diff:
+    """Which files are new or touched (all with ``force``) and which indexed ones are gone."""
+    active = {str(f.path) for f in scanned.files}
+    gone = [p for p in manifest.files if p not in active and under(p, scanned.roots)]
+    stat_changed = [f for f in scanned.files if force or not entry_matches(manifest, f)]
+    return Diff(active, gone, stat_changed)
+
+
+@dataclass
+class FileWork:
+    """A changed file on its way into the store."""
+
+    source: str
+    entry: FileEntry
+    chunks: list[Chunk]
+    ids: list[str]
+    to_embed: list[int] = field(default_factory=list)  # indexes into chunks
+    stale: set[str] = field(default_factory=set)
+    remaining: int = 0
+
+
+def read_changed(
+    settings: IndexSettings,
+    changed: list[ScannedFile],
+    manifest: Manifest,
+    *,
+    force: bool,
+    private_text: PrivateText,
+    warnings: list[str],
+    failures: list[IndexFailure],
+) -> list[FileWork]:
+    """Step 3: read and chunk each touched file. A file whose bytes did not change only updates its
+    manifest entry; one that cannot be read is a failure (and leaves the manifest); the others
+    become :class:`FileWork` with their chunk IDs."""
+    work: list[FileWork] = []
+    for f in changed:
+        source = str(f.path)
+        old = manifest.files.get(source)
+        problem = unnamable(source)
+        if problem:  # its chunks could never be found again to update or delete
+            warnings.append(f"skipped {source}: {problem}")
+            continue
+        try:
+            known = None if force or old is None else old.sha256
+            entry, chunks = read_and_chunk(settings, f, known, private_text, warnings)
+        except (OSError, MemSearchError, ValueError) as exc:
+            failures.append(IndexFailure(source, format_error(exc)))
+            manifest.files.pop(source, None)
+            continue
+        if chunks is None:  # touched, not changed
+            entry.chunks = old.chunks if old is not None else 0
+            manifest.files[source] = entry
+            continue
+        entry.chunks = len(chunks)
+        work.append(FileWork(source, entry, chunks, [c.chunk_id(settings.model) for c in chunks]))
+    return work
+
+
+def read_and_chunk(
+    settings: IndexSettings,
+    f: ScannedFile,
+    known_sha256: str | None,
+    private_text: PrivateText,
+    warnings: list[str],
+) -> tuple[FileEntry, list[Chunk] | None]:
+    """A changed file's manifest entry and chunks (None: its bytes hash to ``known_sha256``).
+
+    A function of its own so the file's bytes and decoded text are freed as soon as it is
+    chunked: while the chunks are embedded, only they are held (a large file is about its size
+    in chunks, not three copies of it).
+    """
+    raw = read_markdown_bytes(f.path, follow=settings.follow_links)
+    entry = FileEntry(f.size, mtime_ns(f), hashlib.sha256(raw).hexdigest())
+    if entry.sha256 == known_sha256:
+        return entry, None
+    decoded = decode_markdown(raw, f.path)
+    del raw
+    if decoded.warning:
+        warnings.append(decoded.warning)
+    text = private_text(decoded.text, f.path, warnings)
+    if text is None:
+        return entry, []
+    return entry, chunk_markdown(
+        text, str(f.path), max_chunk_size=settings.max_chunk_size, overlap_lines=settings.overlap_lines
+    )
