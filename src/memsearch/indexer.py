@@ -32,6 +32,7 @@ from memsearch.errors import (
     MemSearchError,
     NotARegularFileError,
 )
+from memsearch.lifecycle import ModelLifecycle
 from memsearch.manifest import FileEntry, Manifest, entry_matches, mtime_ns
 from memsearch.scanner import ScannedFile, contained_problem, decode_markdown, read_markdown_bytes, scan
 
@@ -174,7 +175,7 @@ class Indexer:
         manifest_file: Path | None,
         lite_path: Path | None = None,
         model: Callable[[], str] | None = None,
-        release_model: bool = False,
+        lifecycle: ModelLifecycle = ModelLifecycle.KEEP,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -182,9 +183,9 @@ class Indexer:
         self._manifest_file = manifest_file
         self._lite_path = lite_path
         self._model = model
-        #: Drop a local model once the last batch is embedded, before the last upsert and the
-        #: flush (``MemSearch(keep_model=False)``: a process that indexes once).
-        self._release_model = release_model
+        #: ``ONE_SHOT`` (a process that indexes once): a local model is dropped once the last
+        #: batch is embedded, before the last upsert and the flush.
+        self._lifecycle = lifecycle
         self._redactor: Redactor | None = None
 
     def _model_settled(self) -> bool:
@@ -326,7 +327,7 @@ class Indexer:
         embedded = 0
         try:
             embedded = await self._embed_and_store(
-                store, work, progress, release=self._release_model and not ahead
+                store, work, progress, release=self._lifecycle.drops_after_use and not ahead
             )
         finally:
             # Files whose new chunks are all in: drop their stale chunks and record them.
@@ -453,7 +454,7 @@ class Indexer:
     # -- internals -----------------------------------------------------------------------
 
     async def _embed_ahead(self, work: list[_FileWork]) -> bool:
-        """For a run that indexes once (``release_model``) with at most :data:`UPSERT_BATCH` texts
+        """For a run that indexes once (``ModelLifecycle.ONE_SHOT``) with at most :data:`UPSERT_BATCH` texts
         the embedding cache lacks: embed them into the cache now, before the store opens, and drop
         the model; True if it did. Milvus Lite's memory (opening, BM25 tokenising, the flush) and
         the model's are then never held at once: ``memsearch index`` after one edited note peaked
@@ -464,7 +465,7 @@ class Indexer:
         from memsearch.embeddings.cache import CachedEmbedder
 
         embedder = self._embedder()
-        if not self._release_model or not isinstance(embedder, CachedEmbedder):
+        if not self._lifecycle.drops_after_use or not isinstance(embedder, CachedEmbedder):
             return False
         missing = embedder.uncached([clean_content_for_embedding(c.content) for w in work for c in w.chunks])
         if len(missing) > UPSERT_BATCH:
