@@ -132,7 +132,7 @@ class MemSearch:
 
         args.pop("self", None)
         op = OPERATIONS[name]
-        return await perform(self, op, op.bind(args), driven=driven)
+        return await perform(self, op, op.bind(args), engine=engine, driven=driven)
 
     def _now(self, name: str, args: dict[str, Any]) -> Any:
         """A face that is a plain call: the operation driven to its end (it never waits on a loop)."""

@@ -190,7 +190,9 @@ def _handover_failed(uri: str) -> ServiceUnavailableError:
     )
 
 
-async def perform(holder: Holder, op: Operation, args: dict[str, Any], *, driven: bool = False) -> Any:
+async def perform(
+    holder: Holder, op: Operation, args: dict[str, Any], *, engine: Engine, driven: bool = False
+) -> Any:
     """``op`` with its checked ``args``, run where ``holder``'s store is owned: one request to the
     owning process, or ``holder``'s own ``op.here`` method when this process owns it (claimed now if
     nobody did) or ``holder`` is an owner's engine. An owner that goes away before answering is
@@ -200,10 +202,9 @@ async def perform(holder: Holder, op: Operation, args: dict[str, Any], *, driven
     ``driven``: a synchronous caller drives this coroutine without an event loop
     (``interface.drive``), so it must never suspend: work here that embeds runs on a loop of its
     own. Otherwise (``MemSearch``'s awaitable face) that work is awaited on the caller's loop.
+    ``engine`` builds the engines of a store this process comes to own (see :func:`owner`).
     """
     if holder._routed:
-        from memsearch.core import engine
-
         spawn = holder._spawn
         deadline = time.monotonic() + HANDOVER_TIMEOUT
         while (client := owner(holder._uri, holder, engine=engine, spawn=spawn)) is not None:
