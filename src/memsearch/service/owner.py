@@ -204,7 +204,7 @@ async def perform(
     own. Otherwise (``MemSearch``'s awaitable face) that work is awaited on the caller's loop.
     ``engine`` builds the engines of a store this process comes to own (see :func:`owner`).
     """
-    if holder._routed:
+    if getattr(holder, "_routed", False):  # (an engine, or one built without __init__: here)
         spawn = holder._spawn
         deadline = time.monotonic() + HANDOVER_TIMEOUT
         while (client := owner(holder._uri, holder, engine=engine, spawn=spawn)) is not None:
