@@ -25,7 +25,7 @@ What it is (built by :func:`build_dated`, a pure function of ``today``):
   turn of that day; no topic is put on that day.
 
 The day windows are computed here with plain calendar rules, independently of
-``memsearch.timeframe``, so the evaluation checks that module instead of repeating it: weeks run
+``memsearch.engine.timeframe``, so the evaluation checks that module instead of repeating it: weeks run
 Monday to Sunday ("last week" is the previous calendar week, also when today is Monday), "last
 month" and "in <month>" are whole calendar months, "in <month>" is the latest such month that has
 begun (the current one up to today, when today is in it), "N days ago" is that one day.

@@ -3,7 +3,7 @@
 Besides the usual overall table, R@1, R@5 and MRR per category (``time-en``, ``time-zh``,
 ``plain-en``, ``plain-zh``), paired sign tests of each time-aware row against plain search on
 the time-scoped and on the plain questions, and the questions whose day window
-``memsearch.timeframe`` resolves differently from the set's own calendar rules.
+``memsearch.engine.timeframe`` resolves differently from the set's own calendar rules.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def render_dated(dataset: Dataset, runs: Sequence[RunResult], note: str) -> str:
     mismatches = window_mismatches(dataset)
     if mismatches:
         parts.append(
-            "Questions whose day window `memsearch.timeframe` resolves differently from the set's "
+            "Questions whose day window `memsearch.engine.timeframe` resolves differently from the set's "
             "calendar rules:\n\n" + "\n".join(f"- {line}" for line in mismatches)
         )
     return "\n\n".join(parts)

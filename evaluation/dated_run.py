@@ -10,7 +10,7 @@ searches that same index:
 - **time-aware (default)**: ``MemSearch.search``'s defaults;
 - **time-aware + recency** (only when ``MemSearch.search`` takes a recency weight).
 
-Besides the scores, :func:`window_mismatches` compares the day window ``memsearch.timeframe``
+Besides the scores, :func:`window_mismatches` compares the day window ``memsearch.engine.timeframe``
 resolves for each time-scoped question with the window the set's own calendar rules expect.
 """
 
@@ -119,10 +119,10 @@ def _built_for(dataset: Dataset) -> dt.date:
 
 
 def window_mismatches(dataset: Dataset) -> list[str]:
-    """Time-scoped questions whose window ``memsearch.timeframe.resolve_query`` gets wrong, one
+    """Time-scoped questions whose window ``memsearch.engine.timeframe.resolve_query`` gets wrong, one
     line each (expected vs resolved); empty when all agree or the module is absent."""
     try:
-        from memsearch import timeframe
+        from memsearch.engine import timeframe
     except ImportError:
         return []
     from evaluation.dated import build_dated

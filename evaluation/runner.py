@@ -1,6 +1,6 @@
 """Index a dataset's corpus with one configuration, run every query, score it.
 
-The indexing path is the product's, step for step (``memsearch.indexer``): ``chunk_markdown`` with
+The indexing path is the product's, step for step (``memsearch.engine.indexer``): ``chunk_markdown`` with
 the configured size and overlap, ``clean_content_for_embedding`` for the text the model sees, the
 reference chunk-ID formula, and rows upserted into a real Milvus Lite collection (in a temporary
 directory) whose BM25 analyzer is the one under test. A test checks that the default
@@ -35,7 +35,7 @@ from memsearch.chunker import (
     find_headings,
     split_lines,
 )
-from memsearch.indexer import chunk_record
+from memsearch.engine.indexer import chunk_record
 
 #: Candidates fetched per final result when a reranker runs (as ``MemSearch.search`` does).
 RERANK_FACTOR = 3

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         wait_for_service(uri, time.monotonic() + 900)
         from memsearch.cli.flags import config_from_flags
-        from memsearch.memory import open_memory
+        from memsearch.engine.memory import open_memory
 
         cfg = config_from_flags({"milvus_uri": uri})
 

@@ -42,7 +42,7 @@ _ENV_PREFIXES = (
 #: memsearch's derived caches in ``~/.memsearch``: the optimised ONNX graph and the compact jieba
 #: table. Building them costs ~1.6 s in every fresh home, so one real ``memsearch index`` builds them
 #: once per run and each test's home gets hard links to them. Both carry checksums
-#: (memsearch.onnx_cache, memsearch.jieba_dict): a test that damaged a linked copy would make later
+#: (memsearch.models.onnx_cache, memsearch.store.jieba_dict): a test that damaged a linked copy would make later
 #: tests rebuild theirs, never use a bad one. Tests of the caches themselves (and of a home that is
 #: not a folder) are marked ``fresh_caches`` and start with no ``~/.memsearch`` at all.
 _WARM_CACHES = ("onnx-optimized", "cache")

@@ -143,7 +143,7 @@ def test_original_claude_code_hooks_accept_our_cli_and_capture(tmp_path: Path) -
     its hooks accept our CLI (they check --default-collection), capture a turn through the real
     `claude -p` summariser, and index it where our `search` finds it."""
     from fake_model_api import Answer, running_model_api
-    from memsearch.hooks.collection import derive_collection
+    from memsearch.agent.hooks.collection import derive_collection
     from real_hosts import kill_world, leftovers, make_world
 
     plugin = original_source() / "plugins" / "claude-code"
@@ -238,7 +238,7 @@ def test_original_codex_hooks_accept_our_cli_and_capture(tmp_path: Path) -> None
     """The same for the original 0.4.23 Codex hooks: session start accepts our CLI, and Stop's
     detached worker summarises through the real `codex exec` and writes an entry we can search."""
     from fake_model_api import Answer, running_model_api
-    from memsearch.hooks.collection import derive_collection
+    from memsearch.agent.hooks.collection import derive_collection
     from real_hosts import kill_world, leftovers, make_world
     from test_host_codex import codex_config
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "hooks"))
 import hookkit
 from hookkit import HookEnv, Store, hook_json, load_stdin, wait_for
 
-from memsearch.hooks.events import SYNC_ENV as SYNC
+from memsearch.agent.hooks.events import SYNC_ENV as SYNC
 from test_hooks import claude_stop_stdin, claude_transcript
 
 SECRET = "the vault word is zebravaultword"

@@ -1,4 +1,4 @@
-"""The context budget (memsearch.context_budget): real token counts, what is left out first, the line
+"""The context budget (memsearch.agent.context_budget): real token counts, what is left out first, the line
 that says so, and cuts that never split a character or a secret's placeholder. The hooks' use of it
 runs through real ``memsearch hook`` processes."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memsearch import context_budget as cb
+from memsearch.agent import context_budget as cb
 from memsearch.embeddings.onnx import DEFAULT_MODEL, PACKAGED_MODELS
 
 

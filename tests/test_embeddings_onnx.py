@@ -94,7 +94,7 @@ def test_locating_model_files_imports_only_the_standard_library() -> None:
     import subprocess
 
     code = (
-        "import sys; from memsearch.model_files import resolve_model_files, find_in_hf_cache; "
+        "import sys; from memsearch.models.files import resolve_model_files, find_in_hf_cache; "
         "find_in_hf_cache('acme/none'); "
         "heavy = ('numpy', 'onnxruntime', 'tokenizers', 'urllib.request'); "
         "print(sorted(m for m in heavy if m in sys.modules))"
@@ -482,8 +482,8 @@ _ORDER_WATCHED = (
     "        order.append('store')\n"
     "sys.addaudithook(watch)\n"
     "from memsearch import MemSearch\n"
-    "from memsearch.interface import Memory\n"
-    "from memsearch.lifecycle import ModelLifecycle\n"
+    "from memsearch.engine.interface import Memory\n"
+    "from memsearch.engine.lifecycle import ModelLifecycle\n"
     "one_shot = MemSearch([sys.argv[2]], milvus_uri=sys.argv[3], model_lifecycle=ModelLifecycle.ONE_SHOT)\n"
     "with Memory(one_shot) as ms:\n"
     "    if sys.argv[1] == 'index':\n"

@@ -54,7 +54,7 @@ def test_no_error_class_lives_outside_errors_py() -> None:
 
 
 def test_old_import_paths_still_work() -> None:
-    from memsearch.expand import StaleChunkError
+    from memsearch.engine.expand import StaleChunkError
     from memsearch.llm import LLMError
     from memsearch.transcript import TurnNotFoundError
 

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from memsearch.chunker import Chunk, chunk_markdown, split_lines
-from memsearch.errors import InvalidChunkHashError, MemSearchError, SourceFileNotFoundError
-from memsearch.expand import (
+from memsearch.engine.expand import (
     Anchor,
     Expansion,
     InvalidExpandOptionError,
@@ -21,6 +20,7 @@ from memsearch.expand import (
     parse_anchor,
     validate_chunk_hash,
 )
+from memsearch.errors import InvalidChunkHashError, MemSearchError, SourceFileNotFoundError
 
 EXAMPLE = "# Title\nintro\n\n## A\ntext a\n\n### A1\nsub\n\n## B\ntext b\n"
 

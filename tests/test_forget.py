@@ -97,7 +97,7 @@ class World:
         return template.replace("{t}", str(self.transcripts))
 
     def write(self) -> None:
-        from memsearch import written
+        from memsearch.engine import written
 
         self.dir.mkdir(parents=True, exist_ok=True)
         self.day1.write_text(self.text(DAY1), encoding="utf-8")
@@ -182,7 +182,7 @@ def _s1_rows(w: World) -> list[dict]:
 
 
 def test_forgetting_a_session_removes_it_everywhere_and_nothing_else(world: World) -> None:
-    from memsearch import written
+    from memsearch.engine import written
 
     rows = _s1_rows(world)
     assert len(rows) == 3, rows
@@ -325,7 +325,7 @@ def test_forgets_killed_at_random_times_never_leave_half(world: World) -> None:
 
 APPEND = """
 import datetime as dt, sys
-from memsearch.journal import JournalEntry, append_entry
+from memsearch.engine.journal import JournalEntry, append_entry
 bullets = ["User asked about the lighthouse keeper"]
 entry = JournalEntry(bullets, {"session": "s9", "turn": "x1"}, ("session", "turn"))
 print(append_entry(sys.argv[1], entry, when=dt.datetime(2026, 3, 24, 12, 0)).written, flush=True)

@@ -42,14 +42,14 @@ import tomli_w
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from memsearch.agent.hooks.engine import parse_stdin
+from memsearch.agent.hooks.platforms import PLATFORMS
 from memsearch.chunker import chunk_markdown, split_lines
 from memsearch.config import MemSearchConfig, config_to_dict, resolve_config
 from memsearch.config.envvars import env_setting
 from memsearch.config.schema import ENV_VARIABLES, RANGES
 from memsearch.config.tables import leaves
 from memsearch.errors import MemSearchError
-from memsearch.hooks.engine import parse_stdin
-from memsearch.hooks.platforms import PLATFORMS
 from memsearch.service import decode_message, error_from_payload
 from memsearch.transcript import format_turns, read_transcript, turns_to_json
 

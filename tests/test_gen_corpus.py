@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 from evaluation import gen_corpus
 
 from memsearch.chunker import chunk_markdown
-from memsearch.expand import parse_anchor
+from memsearch.engine.expand import parse_anchor
 from memsearch.transcript import Turn, find_turn, format_turns, parse_transcript
 
 SCRIPT = Path(__file__).resolve().parents[1] / "evaluation" / "gen_corpus.py"

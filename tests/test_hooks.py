@@ -42,7 +42,7 @@ from hookkit import (
 
 import memsearch
 from fake_llm_server import FakeLLMServer, fake_llm
-from memsearch.hooks.events import SYNC_ENV as SYNC
+from memsearch.agent.hooks.events import SYNC_ENV as SYNC
 from memsearch.prompts import load_prompt
 
 pytestmark = pytest.mark.model
@@ -659,7 +659,7 @@ def test_codex_session_keeps_a_watch_until_session_end(hk: HookEnv) -> None:
     hk.copy_memory()
     stdin = load_stdin("codex-session-start.json", TRANSCRIPT="", CWD=str(hk.project))
     hook_json(hk.hook("codex", "session-start", stdin))
-    from memsearch.hooks import processes
+    from memsearch.agent.hooks import processes
 
     pid = processes.read_pid(hk.memsearch_dir / processes.WATCH_PID)
     tail = ["memsearch", "watch", str(hk.memory_dir)]
@@ -686,7 +686,7 @@ def test_codex_session_keeps_a_watch_until_session_end(hk: HookEnv) -> None:
 
 
 def test_watch_is_shared_by_sessions_and_only_ours_is_stopped(hk: HookEnv) -> None:
-    from memsearch.hooks import processes
+    from memsearch.agent.hooks import processes
 
     def start(session: str) -> None:
         hook_json(
@@ -726,7 +726,7 @@ def test_watch_is_shared_by_sessions_and_only_ours_is_stopped(hk: HookEnv) -> No
 
 
 def test_a_watch_user_is_one_process_not_a_pid() -> None:
-    from memsearch.hooks.processes import WatchUser
+    from memsearch.agent.hooks.processes import WatchUser
 
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
@@ -744,7 +744,7 @@ def test_a_watch_user_is_one_process_not_a_pid() -> None:
 def test_the_host_is_the_agent_above_the_hook_shells() -> None:
     """Claude Code 2.1.197 runs ``/bin/sh -c 'bash run.sh <event>'``; run.sh runs memsearch (as
     a child, to answer a usage error itself; it used to exec it)."""
-    code = "from memsearch.hooks.processes import host_process; print(host_process())"
+    code = "from memsearch.agent.hooks.processes import host_process; print(host_process())"
     for probe in (f"exec {sys.executable} -c '{code}'", f"{sys.executable} -c '{code}'; exit $?"):
         shells = ["sh", "-c", f"bash -c {shlex.quote(probe)}; true"]
         out = subprocess.run(shells, capture_output=True, text=True)
@@ -754,7 +754,7 @@ def test_the_host_is_the_agent_above_the_hook_shells() -> None:
 def test_the_watch_guard_fires_once_its_last_user_is_gone(tmp_path: Path) -> None:
     import threading
 
-    from memsearch.hooks import processes
+    from memsearch.agent.hooks import processes
 
     users = tmp_path / processes.WATCH_SESSIONS
     pid_file = tmp_path / processes.WATCH_PID
@@ -775,7 +775,7 @@ def test_the_watch_guard_fires_once_its_last_user_is_gone(tmp_path: Path) -> Non
 
 def test_a_capture_worker_holds_the_watch_until_it_is_done(hk: HookEnv) -> None:
     """``claude -p``: the host exits right after Stop; the watch must serve the worker, then go."""
-    from memsearch.hooks import processes
+    from memsearch.agent.hooks import processes
 
     tail = ["memsearch", "watch", str(hk.memory_dir)]
     host = subprocess.Popen(["sleep", "60"])
@@ -892,7 +892,7 @@ def test_shell_metacharacters_in_a_message_are_stored_as_text(
 
 _WRITER = r"""
 import sys, threading
-from memsearch.journal import JournalEntry, append_entry
+from memsearch.engine.journal import JournalEntry, append_entry
 memory, proc, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 barrier = threading.Barrier(threads)
 def write(t):
@@ -911,7 +911,7 @@ for w in workers: w.join()
 
 
 def test_one_hundred_concurrent_captures_stay_intact(hk: HookEnv) -> None:
-    from memsearch.journal import parse_anchor_fields
+    from memsearch.engine.journal import parse_anchor_fields
 
     processes_, threads, hooks = 4, 24, 4
     stdins = []

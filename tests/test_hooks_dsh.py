@@ -148,8 +148,8 @@ def test_dsh_cli_names_the_command_and_a_failing_dsh_falls_back(hk: HookEnv) -> 
 
 
 def test_missing_or_unfinished_artifact_records_nothing(hk: HookEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memsearch.hooks import dsh
-    from memsearch.hooks.base import HookContext
+    from memsearch.agent.hooks import dsh
+    from memsearch.agent.hooks.base import HookContext
 
     proc = hk.hook("dsh", "stop", json.dumps({"session_id": SESSION, "turn": 1}), MEMSEARCH_HOOK_SYNC="1")
     assert hook_json(proc) == {} and "without a session artifact" in proc.stderr
@@ -176,7 +176,7 @@ def step_input(hk: HookEnv, text: str) -> str:
 
 
 def test_first_step_of_a_turn_gets_recent_memory_and_the_recall_hint(hk: HookEnv) -> None:
-    from memsearch.hooks.dsh import PLATFORM
+    from memsearch.agent.hooks.dsh import PLATFORM
 
     question = "What did we decide about the exporter queue?"
     assert hook_json(hk.hook("dsh", "prompt-submit", step_input(hk, question))) == {}  # no memory yet
@@ -190,7 +190,7 @@ def test_first_step_of_a_turn_gets_recent_memory_and_the_recall_hint(hk: HookEnv
 
 
 def test_summariser_prompt_fits_one_argument() -> None:
-    from memsearch.hooks.dsh import MAX_PROMPT_BYTES, _fit_argument
+    from memsearch.agent.hooks.dsh import MAX_PROMPT_BYTES, _fit_argument
 
     prompt = "Summarise.\n" + "界" * 100_000 + "\nend"
     fitted = _fit_argument(prompt)

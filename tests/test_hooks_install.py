@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memsearch.hooks import derive_collection
-from memsearch.hooks.install import CODEX_HOOKS, enable_codex_hooks_feature, merge_codex_hooks
-from memsearch.hooks.platforms import PLATFORMS
+from memsearch.agent.hooks import derive_collection
+from memsearch.agent.hooks.install import CODEX_HOOKS, enable_codex_hooks_feature, merge_codex_hooks
+from memsearch.agent.hooks.platforms import PLATFORMS
 
 ROOT = Path(__file__).resolve().parents[1]
 CODEX_PLUGIN = ROOT / "plugins" / "codex"

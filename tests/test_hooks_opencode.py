@@ -1,5 +1,5 @@
 """The OpenCode capture daemon and hook row, driven as real processes: an OpenCode SQLite database
-built in the test (OpenCode's schema), ``python -m memsearch.hooks.opencode_daemon
+built in the test (OpenCode's schema), ``python -m memsearch.agent.hooks.opencode_daemon
 --once`` run in the project folder, and a fake ``opencode`` CLI first on PATH that logs its argv.
 """
 
@@ -64,7 +64,7 @@ def db(hk: HookEnv) -> OpenCodeDB:
 
 def daemon_once(hk: HookEnv, db: OpenCodeDB, **extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memsearch.hooks.opencode_daemon", "--once", "--db", str(db.path)],
+        [sys.executable, "-m", "memsearch.agent.hooks.opencode_daemon", "--once", "--db", str(db.path)],
         capture_output=True,
         text=True,
         cwd=hk.project,
@@ -166,7 +166,7 @@ def test_daemon_polls_until_terminated(hk: HookEnv, db: OpenCodeDB) -> None:
             [
                 sys.executable,
                 "-m",
-                "memsearch.hooks.opencode_daemon",
+                "memsearch.agent.hooks.opencode_daemon",
                 "--db",
                 str(db.path),
                 "--poll-interval",
@@ -196,7 +196,7 @@ def test_a_second_daemon_waits_for_the_first_and_takes_over(hk: HookEnv, db: Ope
     argv = [
         sys.executable,
         "-m",
-        "memsearch.hooks.opencode_daemon",
+        "memsearch.agent.hooks.opencode_daemon",
         "--db",
         str(db.path),
         "--poll-interval",
@@ -233,7 +233,7 @@ def test_the_daemon_journals_the_tail_turn_when_opencode_exits(hk: HookEnv, db: 
     daemon = [
         sys.executable,
         "-m",
-        "memsearch.hooks.opencode_daemon",
+        "memsearch.agent.hooks.opencode_daemon",
         "--db",
         str(db.path),
         "--poll-interval",

@@ -422,7 +422,7 @@ PROMPT_BUDGET = 150
 
 def injected_session_context(call: ModelCall) -> str:
     """The session-start context as the model got it: from the data note to the left-out line."""
-    from memsearch.framing import DATA_NOTE
+    from memsearch.agent.framing import DATA_NOTE
 
     text = call.everything
     start = text.index(DATA_NOTE)
@@ -431,7 +431,7 @@ def injected_session_context(call: ModelCall) -> str:
 
 
 def test_context_budget_and_recall_log(world: World, api: FakeModelAPI) -> None:
-    from memsearch.context_budget import count_tokens
+    from memsearch.agent.context_budget import count_tokens
 
     install_plugin(world)
     for key, value in (("session_start_tokens", SESSION_BUDGET), ("prompt_hint_tokens", PROMPT_BUDGET)):

@@ -406,8 +406,8 @@ SESSION_BUDGET = 300
 
 
 def test_context_budget_and_recall_log(world: World, model_api: FakeModelAPI) -> None:
-    from memsearch.context_budget import count_tokens
-    from memsearch.framing import DATA_NOTE
+    from memsearch.agent.context_budget import count_tokens
+    from memsearch.agent.framing import DATA_NOTE
 
     install(world)
     memsearch(world, "config", "set", "context.session_start_tokens", str(SESSION_BUDGET))

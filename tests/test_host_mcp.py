@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
-from memsearch.hooks.collection import derive_collection
+from memsearch.agent.hooks.collection import derive_collection
 from real_hosts import World, claude_world, kill_world, leftovers, make_world, opencode_world
 from test_host_codex import codex_config
 
@@ -98,7 +98,7 @@ def api() -> Iterator[FakeModelAPI]:
 
 SEED = """
 import sys
-from memsearch.journal import JournalEntry, append_entry
+from memsearch.engine.journal import JournalEntry, append_entry
 memory, transcript, turn, bullet = sys.argv[1:]
 anchor = {"session": "s-1", "turn": turn, "transcript": transcript}
 append_entry(memory, JournalEntry(["- " + bullet], anchor))

@@ -157,9 +157,9 @@ def test_the_graph_sees_function_local_imports() -> None:
     # The engine imports the event handlers inside a function (to keep `memsearch hook` cheap);
     # the graph must still hold that edge, or the test below would pass for the wrong reason.
     graph = import_graph()
-    assert "memsearch.hooks.events" in graph["memsearch.hooks.engine"]
+    assert "memsearch.agent.hooks.events" in graph["memsearch.agent.hooks.engine"]
     # ... but not the script entry of the OpenCode daemon, which never runs on import.
-    assert "memsearch.hooks.opencode" not in graph["memsearch.hooks.opencode_daemon"]
+    assert "memsearch.agent.hooks.opencode" not in graph["memsearch.agent.hooks.opencode_daemon"]
     assert "memsearch.core" in graph["memsearch"]  # the lazy ``__getattr__`` import
 
 

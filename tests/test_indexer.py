@@ -12,8 +12,8 @@ import pytest
 from hash_embedder import DEFAULT_MODEL, HashEmbedder
 from memsearch import MemSearch
 from memsearch.embeddings import ProviderSpec, register_provider
+from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.errors import EmbeddingError
-from memsearch.lifecycle import ModelLifecycle
 
 REFERENCE_KEYS = [
     "content",

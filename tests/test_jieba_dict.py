@@ -1,4 +1,4 @@
-"""memsearch.jieba_dict: jieba's frequency table in compact form answers exactly as jieba's dict."""
+"""memsearch.store.jieba_dict: jieba's frequency table in compact form answers exactly as jieba's dict."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import jieba
 import pytest
 
-from memsearch import jieba_dict
-from memsearch.jieba_dict import CompactFreq
+from memsearch.store import jieba_dict
+from memsearch.store.jieba_dict import CompactFreq
 
 pytestmark = pytest.mark.fresh_caches  # these build the jieba table themselves
 

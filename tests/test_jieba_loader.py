@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memsearch.jieba_loader import KNOWN_JIEBA, KNOWN_TOTAL, NON_HAN_ENTRIES
+from memsearch.store.jieba_loader import KNOWN_JIEBA, KNOWN_TOTAL, NON_HAN_ENTRIES
 
 pytestmark = pytest.mark.fresh_caches  # these build the jieba table themselves
 
@@ -83,7 +83,7 @@ def test_tokens_are_the_same_and_chinese_loads_the_dictionary(tmp_path: Path) ->
     code = """
         import json, jieba
         from milvus_lite.analyzer.jieba_analyzer import JiebaAnalyzer
-        from memsearch import jieba_loader
+        from memsearch.store import jieba_loader
         english, chinese = json.load(open("texts.json", encoding="utf-8"))
         jieba_loader.prepare()
         analyzer = JiebaAnalyzer()
@@ -102,7 +102,7 @@ def test_tokens_are_the_same_and_chinese_loads_the_dictionary(tmp_path: Path) ->
     count, count_zh, still_deferred, entries, loaded, compact, same = run(code, tmp_path)
     assert count > 300 and count_zh > 20
     assert still_deferred and entries == len(NON_HAN_ENTRIES)
-    assert loaded and compact  # the dictionary as memsearch.jieba_dict keeps it
+    assert loaded and compact  # the dictionary as memsearch.store.jieba_dict keeps it
     assert same
 
 
@@ -110,7 +110,7 @@ def test_a_store_that_sees_no_chinese_never_loads_the_dictionary(tmp_path: Path)
     code = f"""
         import json, sys
         from memsearch.store import MilvusStore
-        from memsearch import jieba_loader
+        from memsearch.store import jieba_loader
         rows = [
             {{"chunk_hash": "en", "embedding": [1.0, 0.0], "content": "the database connection timed out",
              "source": "/a.md", "heading": "", "heading_level": 0, "start_line": 1, "end_line": 1}},

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memsearch.expand import parse_anchor
-from memsearch.journal import (
+from memsearch.engine.expand import parse_anchor
+from memsearch.engine.journal import (
     JournalEntry,
     append_entry,
     day_file,

@@ -23,8 +23,9 @@ import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api  # noqa: F401  (fixture)
 from fake_servers import FakeEmbeddingServer, JsonHandler, fake_api, serving  # noqa: F401  (fixture)
-from memsearch import journal, skills
 from memsearch import maintenance as mt
+from memsearch import skills
+from memsearch.engine import journal
 from memsearch.errors import MaintenanceError, MemoryCommandRefusedError
 from memsearch.maintenance import MemoryScope, parse_answer, validate_memory_command
 
@@ -433,8 +434,8 @@ def test_a_failing_task_fails_the_manual_run_with_one_error_line(
 
 
 def test_session_context_shows_both_files_within_the_budget(tmp_path: Path) -> None:
-    from memsearch.hooks.base import HookContext, HookInput
-    from memsearch.hooks.claude_code import PLATFORM
+    from memsearch.agent.hooks.base import HookContext, HookInput
+    from memsearch.agent.hooks.claude_code import PLATFORM
 
     project = tmp_path / "p"
     (project / ".git").mkdir(parents=True)

@@ -21,8 +21,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from cli_process import memsearch
-from memsearch.hooks.collection import derive_collection
-from memsearch.journal import JournalEntry, append_entry
+from memsearch.agent.hooks.collection import derive_collection
+from memsearch.engine.journal import JournalEntry, append_entry
 
 pytestmark = pytest.mark.model
 
@@ -370,8 +370,8 @@ def test_http_port_taken_is_one_error_line(isolated_env: Path) -> None:
 
 
 async def test_recall_tools_keep_to_the_token_budget_and_are_logged(isolated_env: Path) -> None:
-    from memsearch import recall_log
-    from memsearch.context_budget import count_tokens
+    from memsearch.agent import recall_log
+    from memsearch.agent.context_budget import count_tokens
 
     project = _project(isolated_env)
     config = Path(os.environ["HOME"]) / ".memsearch" / "config.toml"

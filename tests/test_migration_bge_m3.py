@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from memsearch import MemSearch
 from memsearch.cli import cli
-from memsearch.migration import ORIGINAL_MODEL
+from memsearch.engine.migration import ORIGINAL_MODEL
 from memsearch.store import MilvusStore
 from test_cli_errors import assert_one_error
 from test_reranker import VOCAB, write_tokenizer

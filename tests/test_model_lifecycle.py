@@ -1,4 +1,4 @@
-"""One model-lifecycle policy (``memsearch.lifecycle.ModelLifecycle``), measured on real processes.
+"""One model-lifecycle policy (``memsearch.engine.lifecycle.ModelLifecycle``), measured on real processes.
 
 The memory service keeps its model warm between requests and lets it go once nobody has asked for
 ``MEMSEARCH_MODEL_IDLE_SECONDS``; the next search loads it again and answers the same. (A one-shot
@@ -18,8 +18,8 @@ from cli_process import memsearch
 from memsearch import MemSearch
 from memsearch.config import MemSearchConfig
 from memsearch.core import engine
-from memsearch.lifecycle import DEFAULT_MODEL_IDLE_SECONDS, ModelLifecycle, model_idle_seconds
-from memsearch.memory import open_memory
+from memsearch.engine.lifecycle import DEFAULT_MODEL_IDLE_SECONDS, ModelLifecycle, model_idle_seconds
+from memsearch.engine.memory import open_memory
 from test_service import EXAMPLES, proc_status, search_json, start_service
 
 pytestmark = pytest.mark.model

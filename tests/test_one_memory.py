@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "hooks"))
 import hookkit
 from hookkit import CLAUDE_SESSION, CLAUDE_SESSION_ID, HookEnv, load_stdin
 
-from memsearch.hooks.events import SYNC_ENV
+from memsearch.agent.hooks.events import SYNC_ENV
 from memsearch.service import ServiceClient, service_paths
 
 pytestmark = pytest.mark.model

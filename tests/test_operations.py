@@ -1,4 +1,4 @@
-"""The one table of a memory's operations (``memsearch.operations``) and the faces built on it.
+"""The one table of a memory's operations (``memsearch.engine.operations``) and the faces built on it.
 
 Every face of a memory — the synchronous ``Memory``, the awaitable ``MemSearch``, the service's
 request handling — reads the same rows: the signatures match them, a call is checked once where it
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from memsearch import MemSearch
+from memsearch.engine.interface import Memory
+from memsearch.engine.operations import MAX_TOP_K, OPERATIONS, REQUIRED
 from memsearch.errors import InvalidArgumentError, ServiceRequestError
-from memsearch.interface import Memory
-from memsearch.operations import MAX_TOP_K, OPERATIONS, REQUIRED
 from memsearch.service.ops import STORE_OPS
 from memsearch.service.protocol import parse_request
 

@@ -25,10 +25,10 @@ import pytest
 
 import memsearch
 from memsearch import config
-from memsearch.hooks import install
-from memsearch.hooks.engine import ACTIONS, EVENT_ALIASES, actions_of
-from memsearch.hooks.events import EVENTS
-from memsearch.hooks.platforms import DOCTORS, INSTALLERS, PLATFORMS, ROWS
+from memsearch.agent.hooks import install
+from memsearch.agent.hooks.engine import ACTIONS, EVENT_ALIASES, actions_of
+from memsearch.agent.hooks.events import EVENTS
+from memsearch.agent.hooks.platforms import DOCTORS, INSTALLERS, PLATFORMS, ROWS
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ROOT / "plugins"

@@ -30,7 +30,7 @@ from hookkit import CLAUDE_SESSION, HookEnv, hook_json, load_stdin
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api
 from memsearch import redact
-from memsearch.hooks.events import SYNC_ENV
+from memsearch.agent.hooks.events import SYNC_ENV
 
 pytestmark = pytest.mark.model
 __all__ = ["model_api"]  # the fixture, used by name
@@ -170,7 +170,7 @@ async def test_the_secrets_corpus_never_reaches_memory(
 
 
 def test_journal_seam_redacts_and_skips_an_entirely_private_entry(tmp_path: Path) -> None:
-    from memsearch.journal import JournalEntry, append_entry
+    from memsearch.engine.journal import JournalEntry, append_entry
 
     memory = tmp_path / "memory"
     # a key block split over two bullets is still found whole

@@ -24,13 +24,14 @@ from hookkit import HookEnv, hook_json
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, model_api  # noqa: F401  (fixture)
 from fake_servers import FakeEmbeddingServer, fake_api  # noqa: F401  (fixture)
-from memsearch import journal, maintenance
+from memsearch import maintenance
+from memsearch.engine import journal
 from memsearch.skills.names import content_hash
 from test_maintenance import api_project, memsearch
 from test_skills_cli import BODY, DESC, World
 
 SECRET = "aws_secret_access_key = AKIAEXAMPLESECRETKEY"
-TAG = "memsearch-data"  # memsearch.framing.TAG, spelled out: the frame is part of the output format
+TAG = "memsearch-data"  # memsearch.agent.framing.TAG, spelled out: the frame is part of the output format
 
 
 @pytest.fixture

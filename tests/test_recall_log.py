@@ -1,4 +1,4 @@
-"""The recall log (memsearch.recall_log) and ``memsearch stats --recall``: appends from many processes
+"""The recall log (memsearch.agent.recall_log) and ``memsearch stats --recall``: appends from many processes
 lose no line, the log is private, rotates, can be switched off, stores queries only redacted; and a
 scripted session (real hook processes, real ``memsearch search``/``expand`` subprocesses with the
 variables the session-start hook exported) is summed per session."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memsearch import recall_log
+from memsearch.agent import recall_log
 from memsearch.config import MemSearchConfig
 
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -36,7 +36,7 @@ def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
 
 def test_appends_from_many_processes_lose_no_line() -> None:
     script = (
-        "import sys\nfrom memsearch import recall_log\nfrom memsearch.config import MemSearchConfig\n"
+        "import sys\nfrom memsearch.agent import recall_log\nfrom memsearch.config import MemSearchConfig\n"
         "cfg = MemSearchConfig()\n"
         "for i in range(150):\n"
         "    recall_log.record(cfg, 'c1', 'search', session=f's{sys.argv[1]}', host='h', query='q' * 300,"

@@ -14,9 +14,9 @@ import click
 import pytest
 
 from memsearch import skills
+from memsearch.agent.hooks.install import install_skills
 from memsearch.cli.skills_cmd import skills as skills_group
 from memsearch.config import MemSearchConfig
-from memsearch.hooks.install import install_skills
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORMS = ["claude-code", "codex", "openclaw", "opencode", "dsh"]

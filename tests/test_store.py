@@ -22,7 +22,7 @@ import pytest
 
 from memsearch import errors
 from memsearch.store import MilvusStore, escape_filter_value, milvus, source_prefix_filter, truncate_utf8
-from memsearch.uri import resolve_uri
+from memsearch.store.uri import resolve_uri
 
 # The fixture lives in a plugin module; conftest may load it with pytest_plugins instead.
 from milvus_server import free_port

@@ -16,8 +16,8 @@ import pytest
 
 from cli_process import memsearch
 from memsearch import MemSearch
+from memsearch.engine.interface import Memory
 from memsearch.errors import InvalidDateError
-from memsearch.interface import Memory
 from memsearch.service import ServiceClient, service_paths
 from test_service import start_service
 

@@ -1,4 +1,4 @@
-"""The time phrases and day values (``memsearch.timeframe``), against a fixed today.
+"""The time phrases and day values (``memsearch.engine.timeframe``), against a fixed today.
 
 Today is Wednesday 2026-12-02 in every case, so each window below is spelled out by hand.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from memsearch.engine.timeframe import Window, local_today, parse_day, resolve_query, search_window
 from memsearch.errors import InvalidDateError
-from memsearch.timeframe import Window, local_today, parse_day, resolve_query, search_window
 
 TODAY = dt.date(2026, 12, 2)  # a Wednesday
 
@@ -178,7 +178,7 @@ def test_today_is_the_local_date_of_tz() -> None:
     """The journals are named by local day: ``TZ`` decides what today is."""
     from zoneinfo import ZoneInfo
 
-    code = "from memsearch.timeframe import local_today; print(local_today())"
+    code = "from memsearch.engine.timeframe import local_today; print(local_today())"
     seen = {}
     for zone in ("Pacific/Kiritimati", "Pacific/Pago_Pago"):  # UTC+14, UTC-11: never the same day
         env = {**os.environ, "TZ": zone}
@@ -192,7 +192,7 @@ def test_today_is_the_local_date_of_tz() -> None:
 
 
 def test_the_day_of_a_hit_and_its_recency_weight(tmp_path: Path) -> None:
-    from memsearch.time_search import hit_day, recency_weight, sources_in_window
+    from memsearch.engine.time_search import hit_day, recency_weight, sources_in_window
 
     journal = tmp_path / "2026-11-24.md"
     journal.write_text("### 09:10\n- x\n", encoding="utf-8")

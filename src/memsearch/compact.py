@@ -32,7 +32,7 @@ from memsearch.prompts import load_prompt
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.interface import ChunkSource
+    from memsearch.engine.interface import ChunkSource
 
 __all__ = [
     "CHUNK_SEPARATOR",
@@ -330,7 +330,7 @@ async def compact_memory(
     """Summarise ``memory``'s chunks (all, or ``source``: a file or every file under a folder) into
     ``<base_dir or CWD>/memory/<day>.md`` and index that file at once.
 
-    ``memory`` is any :class:`~memsearch.interface.ChunkSource`: a ``MemSearch``, or the memory
+    ``memory`` is any :class:`~memsearch.engine.interface.ChunkSource`: a ``MemSearch``, or the memory
     service's proxy (which reads the chunks and indexes the file in the service).
 
     Nothing is written when no chunk matches or the LLM answers with only whitespace; the result

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
+from memsearch.engine.interface import drive
+from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.errors import CollectionNotFoundError, UnknownProviderError
-from memsearch.interface import drive
-from memsearch.lifecycle import ModelLifecycle
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.embeddings import EmbeddingProvider
-    from memsearch.expand import Expansion
-    from memsearch.indexer import Indexer, IndexReport, Progress
+    from memsearch.engine.expand import Expansion
+    from memsearch.engine.indexer import Indexer, IndexReport, Progress
     from memsearch.service.client import ServiceClient
     from memsearch.service.watching import OwnerWatch
     from memsearch.store import MilvusStore
@@ -39,9 +39,9 @@ class MemSearch:
 
     The original library API: the operations that embed (``index``, ``index_with_report``,
     ``index_file``, ``search``) are awaitable, the rest plain calls. Each public operation is a thin
-    face over its row of ``memsearch.operations.OPERATIONS``: checked there once, then run where the
+    face over its row of ``memsearch.engine.operations.OPERATIONS``: checked there once, then run where the
     store's owner is (``memsearch.service.owner.perform``): here, by the ``_*_here`` method the row
-    names, or by the process that owns the store. :class:`memsearch.interface.Memory` is the
+    names, or by the process that owns the store. :class:`memsearch.engine.interface.Memory` is the
     synchronous face of the same operations.
 
     >>> ms = MemSearch(["./memory"])            # doctest: +SKIP
@@ -107,7 +107,7 @@ class MemSearch:
         self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
         self._use_cache = embedding_cache
-        #: When the model is let go (``memsearch.lifecycle``): kept, by default, for a program.
+        #: When the model is let go (``memsearch.engine.lifecycle``): kept, by default, for a program.
         self._lifecycle = model_lifecycle or ModelLifecycle.KEEP
         self._max_chunk_size = max_chunk_size
         self._overlap_lines = overlap_lines
@@ -127,7 +127,7 @@ class MemSearch:
     async def _perform(self, name: str, args: dict[str, Any], *, driven: bool = False) -> Any:
         """Operation ``name`` with a public method's ``args`` (its ``locals()``): checked once
         against its row, then run at the store's owner or here (``service.owner.perform``)."""
-        from memsearch.operations import OPERATIONS
+        from memsearch.engine.operations import OPERATIONS
         from memsearch.service.owner import perform
 
         args.pop("self", None)
@@ -220,11 +220,11 @@ class MemSearch:
         """The one place where a store's model can differ from the configured one: with no model
         chosen, an index the original memsearch built with its default model (bge-m3, 1024-d) is
         used with that model, from the local HuggingFace cache, else one clear error
-        (:mod:`memsearch.migration`). ``dimension`` is the existing collection's (None: none)."""
+        (:mod:`memsearch.engine.migration`). ``dimension`` is the existing collection's (None: none)."""
         if self._model_chosen:
             return
         from memsearch.embeddings import DEFAULT_MODELS
-        from memsearch.migration import ORIGINAL_DIMENSION, ORIGINAL_MODEL, model_for_index
+        from memsearch.engine.migration import ORIGINAL_DIMENSION, ORIGINAL_MODEL, model_for_index
 
         default = DEFAULT_MODELS[self._provider]
         self._use_model(model_for_index(self._provider, default, dimension, self._collection))
@@ -270,24 +270,24 @@ class MemSearch:
         return self._model
 
     def _lite_path(self) -> Path | None:
-        from memsearch.uri import resolve_uri
+        from memsearch.store.uri import resolve_uri
 
         return resolve_uri(self._uri).path
 
     def _manifest_file(self) -> Path:
         from memsearch import private
-        from memsearch.manifest import manifest_path
-        from memsearch.uri import resolve_uri
+        from memsearch.engine.manifest import manifest_path
+        from memsearch.store.uri import resolve_uri
 
         return manifest_path(private.home(), resolve_uri(self._uri).uri, self._collection)
 
     def _indexer(self, paths: Sequence[str]) -> Indexer:
-        from memsearch.indexer import Indexer, IndexSettings
+        from memsearch.engine.indexer import Indexer, IndexSettings
 
         if self._store is None and not self._model_chosen:
             # The model the last run settled on (an index the original built), so that an unchanged
             # folder stays a no-op; the store, once opened, confirms it (Indexer restarts if not).
-            from memsearch.migration import remembered_model
+            from memsearch.engine.migration import remembered_model
 
             self._use_model(remembered_model(self._provider, self._manifest_file()) or self._model)
 
@@ -457,7 +457,7 @@ class MemSearch:
         (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. With a reranker model,
         ``3 x top_k`` hybrid candidates are rescored by it and the best ``top_k`` kept.
 
-        Time (``memsearch.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
+        Time (``memsearch.engine.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
         ``"2026-11-03"``, ``"7d"``, ``"yesterday"``, ``"昨天"``, ...) keep hits of those days only;
         without them a time phrase in the query ("last week", "上周") is taken out of the text and
         gives the window (``time_phrases=False``: the query is searched as written). A phrase's
@@ -470,7 +470,7 @@ class MemSearch:
         return hits
 
     async def _search_here(self, query: str, **options: Any) -> list[dict[str, Any]]:
-        from memsearch.time_search import timed_search
+        from memsearch.engine.time_search import timed_search
 
         return await timed_search(self, query, **options)
 
@@ -480,8 +480,8 @@ class MemSearch:
 
     async def _hybrid(self, query: str, *, top_k: int, filter_expr: str = "") -> list[dict[str, Any]]:
         """The hybrid search of ``query`` among the chunks ``filter_expr`` selects (reranked when a
-        reranker model is set): ``memsearch.hybrid_search``."""
-        from memsearch.hybrid_search import hybrid
+        reranker model is set): ``memsearch.engine.hybrid_search``."""
+        from memsearch.engine.hybrid_search import hybrid
 
         return await hybrid(self, query, top_k=top_k, filter_expr=filter_expr)
 
@@ -491,7 +491,7 @@ class MemSearch:
         return row
 
     def _get_chunk_here(self, chunk_hash: str) -> dict[str, Any]:
-        from memsearch.expand import chunk_not_found, validate_chunk_hash
+        from memsearch.engine.expand import chunk_not_found, validate_chunk_hash
 
         row = self._read_store().get_by_hash(validate_chunk_hash(chunk_hash))
         if row is None:
@@ -504,7 +504,7 @@ class MemSearch:
         return expansion
 
     def _expand_here(self, chunk_hash: str, section: bool, context_lines: int | None) -> Expansion:
-        from memsearch.expand import expand_chunk
+        from memsearch.engine.expand import expand_chunk
 
         return expand_chunk(self._get_chunk_here(chunk_hash), section=section, context_lines=context_lines)
 

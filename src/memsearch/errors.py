@@ -257,7 +257,7 @@ class MemoryFolderNotFoundError(MemSearchError, FileNotFoundError):
 
 class InvalidArgumentError(MemSearchError, ValueError):
     """A memory operation was called with an argument it does not take, of the wrong type, or out
-    of its range (``memsearch.operations`` checks every call once, where it enters)."""
+    of its range (``memsearch.engine.operations`` checks every call once, where it enters)."""
 
     exit_code = 2
 

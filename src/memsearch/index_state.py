@@ -21,7 +21,7 @@ from memsearch.files import atomic_write
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.indexer import IndexReport
+    from memsearch.engine.indexer import IndexReport
 
 STATE_FILE = ".index-state.json"
 SCHEMA_VERSION = 1
@@ -49,7 +49,7 @@ def _now() -> str:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    from memsearch.project_files import read_project_text
+    from memsearch.engine.project_files import read_project_text
 
     try:  # as a project file: often in a cloned repository's .memsearch/ (a FIFO must not hang us)
         data = json.loads(read_project_text(path, path.parent))
@@ -133,7 +133,7 @@ def record_error(
     """A run failed as a whole."""
     if path is None:
         return
-    from memsearch.indexer import format_error
+    from memsearch.engine.indexer import format_error
 
     previous = _load(path)
     record = _base(status, operation, paths, cfg)

@@ -179,7 +179,7 @@ class LiteSearcher:
         """The distinct values of a scalar ``field`` among the live rows (None: not answerable
         here, the engine's query answers). One Arrow ``unique`` per segment: under a millisecond for
         thousands of files, where the engine's query of every row took ~0.5 s (a window of days
-        needs the indexed files on every search: ``memsearch.time_search``)."""
+        needs the indexed files on every search: ``memsearch.engine.time_search``)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 

@@ -9,10 +9,10 @@ This module owns :class:`CrossEncoderReranker` (an ONNX cross-encoder run by onn
 
 Why ONNX only: it is the backend the base install already has (onnxruntime + tokenizers); a torch
 backend would pull in gigabytes for one optional stage. Model files are found by the resolver
-embedding models use (``memsearch.model_files``: a local directory with an ``.onnx`` file and
+embedding models use (``memsearch.models.files``: a local directory with an ``.onnx`` file and
 ``tokenizer.json``, an installed package listed in :data:`PACKAGED_RERANKERS`, the HuggingFace
 cache, then a hub download when ``huggingface_hub`` is installed and ``HF_HUB_OFFLINE`` is unset),
-so an offline machine never waits on the network; the model runs through ``memsearch.onnx_runtime``,
+so an offline machine never waits on the network; the model runs through ``memsearch.models.onnx_runtime``,
 sharing the embedding models' session cache.
 
 Where the original falls short and this module does better:
@@ -36,7 +36,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memsearch.model_files import ModelFiles, PackagedModel, resolve_model_files
+from memsearch.models.files import ModelFiles, PackagedModel, resolve_model_files
 
 if TYPE_CHECKING:
     import numpy as np
@@ -126,7 +126,7 @@ class CrossEncoderReranker:
         """Relevance probabilities of each passage for ``query``, in input order."""
         import numpy as np
 
-        from memsearch.onnx_runtime import get_session, get_tokenizer, pad_encodings
+        from memsearch.models.onnx_runtime import get_session, get_tokenizer, pad_encodings
 
         if not passages:
             return []

@@ -61,8 +61,8 @@ def compact(
 ) -> None:
     """Summarise indexed chunks into a memory file with an LLM."""
     from memsearch.compact import DEFAULT_TOKEN_BUDGET, compact_memory, compact_template
+    from memsearch.engine.memory import open_memory
     from memsearch.llm import EmptySummaryError, LLMSettings
-    from memsearch.memory import open_memory
 
     cfg = resolve(flags)
     llm = LLMSettings.for_compact(cfg).check()

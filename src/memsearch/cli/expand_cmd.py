@@ -35,7 +35,7 @@ def expand(chunk_hash: str, section: bool, lines: int | None, json_output: bool,
       memsearch expand 3f2a9c1e8b7d6a50 --lines 5
     """
     from memsearch.cli.recall_output import expanded
-    from memsearch.memory import open_memory
+    from memsearch.engine.memory import open_memory
 
     cfg = resolve(flags)
     with open_memory(cfg, start=True) as memory:

@@ -10,12 +10,12 @@ import click
 
 from memsearch.cli.options import common_options, resolve, store_flags
 from memsearch.cli.render import plural, shown
-from memsearch.operations import MAX_TOP_K
+from memsearch.engine.operations import MAX_TOP_K
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.forget import Block
-    from memsearch.interface import Memory
+    from memsearch.engine.forget import Block
+    from memsearch.engine.interface import Memory
     from memsearch.redact import Redactor
 
 DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
@@ -80,9 +80,10 @@ def forget(
       memsearch forget 3f2a9c1e8b7d6a50 --yes
       memsearch forget --query "staging database password" -k 2
     """
-    from memsearch import forget_apply, redact
+    from memsearch import redact
+    from memsearch.engine import forget_apply
+    from memsearch.engine.memory import open_memory
     from memsearch.errors import ForgetTargetError, NothingToForgetError
-    from memsearch.memory import open_memory
 
     if not (chunk_hashes or session or turn or anchor or query):
         raise ForgetTargetError(
@@ -91,7 +92,7 @@ def forget(
         )
     fields: dict[str, str] = {k: v for k, v in (("session", session), ("turn", turn)) if v}
     if anchor is not None:
-        from memsearch.journal import parse_anchor_fields
+        from memsearch.engine.journal import parse_anchor_fields
 
         parsed = parse_anchor_fields(anchor if "<!--" in anchor else f"<!-- {anchor} -->")
         if not parsed:
@@ -145,8 +146,8 @@ def _select(
 ) -> list[Block]:
     """Every block the selectors name, each once, in file order (``redactors``: the one ``index``
     uses, the one for previews)."""
+    from memsearch.engine.forget import blocks_for_chunk, blocks_for_entries
     from memsearch.errors import StaleChunkError
-    from memsearch.forget import blocks_for_chunk, blocks_for_entries
 
     index_redactor, preview_redactor = redactors
     found: list[Block] = []

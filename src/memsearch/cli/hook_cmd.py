@@ -1,6 +1,6 @@
 """``memsearch hook <platform> <event>``: the one entry point of every plugin shim (hidden from help).
 
-Reads the host's JSON on stdin (with a deadline), runs the engine in :mod:`memsearch.hooks` and
+Reads the host's JSON on stdin (with a deadline), runs the engine in :mod:`memsearch.agent.hooks` and
 prints the host's reply. ``<event>`` may also be an action for skills and installers
 (``collection``, ``memory-dir``, ``install``, ``doctor``), which reads no stdin.
 """
@@ -25,7 +25,7 @@ import click
 )
 def hook(platform: str, event: str, worker: bool, plugin_dir: Path | None) -> None:
     """Run PLATFORM's hook for EVENT with the host's JSON on stdin and print the host's reply."""
-    from memsearch.hooks import engine
+    from memsearch.agent.hooks import engine
 
     if engine.is_action(platform, event):
         click.echo(engine.run_action(platform, event, plugin_dir=plugin_dir))

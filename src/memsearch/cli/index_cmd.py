@@ -28,11 +28,11 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
       memsearch index ./memory
       memsearch index ./memory ./notes/decisions.md --force
     """
+    from memsearch.engine.memory import open_memory
     from memsearch.index_state import IndexRun
-    from memsearch.memory import open_memory
 
     cfg = resolve(flags)
-    from memsearch.forget_apply import recover
+    from memsearch.engine.forget_apply import recover
 
     if recover(cfg):  # a forget a killed process left: completed before anything is indexed
         click.echo("Completed an interrupted forget.", err=True)

@@ -11,7 +11,7 @@ jieba (the BM25 analyzer's tokenizer, imported whenever a Lite store opens) trie
 file beside its module when that fails. pkg_resources scans every installed distribution when it
 is imported: ~0.2-0.4 s and ~9 MB (``import jieba``: 0.23-0.46 s and 17 MB with it, 0.05-0.07 s
 and 8 MB without, measured here). memsearch never asks jieba for that file (the dictionary comes
-from ``memsearch.jieba_dict``), and the fallback finds the same file when jieba does.
+from ``memsearch.store.jieba_dict``), and the fallback finds the same file when jieba does.
 
 :class:`LeanImports` is an import finder that refuses both: ``pandas`` while pymilvus is not
 loaded (pymilvus, for a Milvus server URI, needs pandas at import, so once it is being imported,

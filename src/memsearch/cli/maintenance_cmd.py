@@ -18,7 +18,7 @@ from memsearch.cli.render import plural, shown
 from memsearch.config import PLUGIN_PLATFORMS, PLUGIN_TASKS
 
 if TYPE_CHECKING:
-    from memsearch.hooks.base import HookContext
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.maintenance import Outcome
 
 #: The maintenance tasks (``summarize`` is the per-turn summariser, not one of them).
@@ -39,8 +39,8 @@ _platform_option = click.option(
 
 def _context(platform: str | None) -> HookContext:
     """The same context a hook of this project would have (project, memory folder, collection)."""
-    from memsearch.hooks.base import HookContext, HookInput
-    from memsearch.hooks.engine import get_platform
+    from memsearch.agent.hooks.base import HookContext, HookInput
+    from memsearch.agent.hooks.engine import get_platform
 
     ctx = HookContext.build(get_platform(platform or "claude-code"), "maintenance", HookInput())
     if platform is None:
@@ -110,8 +110,8 @@ def _hook_worker(platform: str) -> None:
     import datetime as dt
 
     from memsearch import maintenance as mt
-    from memsearch.hooks.base import HookContext
-    from memsearch.hooks.engine import get_platform
+    from memsearch.agent.hooks.base import HookContext
+    from memsearch.agent.hooks.engine import get_platform
 
     def log(message: str) -> None:
         click.echo(f"{dt.datetime.now().isoformat(timespec='seconds')} {platform}: {message}")

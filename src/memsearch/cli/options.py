@@ -2,7 +2,7 @@
 
 Flag names and their config keys live in one table (``memsearch.cli.flags.FLAG_KEYS``); this module
 only declares the Click options and hands their values to the config layer. Commands then get their
-memory from ``memsearch.memory.open_memory``.
+memory from ``memsearch.engine.memory.open_memory``.
 """
 
 from __future__ import annotations

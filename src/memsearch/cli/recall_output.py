@@ -1,8 +1,8 @@
 """What ``search``, ``expand`` and ``transcript`` hand a model: held to the recall budget, and logged.
 
 Why a module of its own: the recall skills read these commands' output, so it is context like any
-other (``context.recall_tokens``, :mod:`memsearch.context_budget`), and each call is a recall the
-log counts (:mod:`memsearch.recall_log`). The commands call one function each after they got their
+other (``context.recall_tokens``, :mod:`memsearch.agent.context_budget`), and each call is a recall the
+log counts (:mod:`memsearch.agent.recall_log`). The commands call one function each after they got their
 result; the line saying what was left out goes to stderr, so ``--json-output`` stays valid JSON
 (the model reads both streams of a command it ran).
 """
@@ -16,24 +16,24 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from memsearch.expand import Expansion
+    from memsearch.engine.expand import Expansion
 
 __all__ = ["expanded", "for_agent", "search_results", "transcript_read"]
 
 
 #: Variables an agent host sets in the shell its model's commands run in (besides the session
-#: variables of :func:`memsearch.recall_log.caller`): Claude Code's ``CLAUDECODE=1``.
+#: variables of :func:`memsearch.agent.recall_log.caller`): Claude Code's ``CLAUDECODE=1``.
 AGENT_SHELL_VARIABLES = ("CLAUDECODE",)
 
 
 def for_agent(env: Any = None) -> bool:
     """Whether this command's output goes to an agent's model: a session or host is known
-    (:func:`memsearch.recall_log.caller`), or a host's own shell variable is set.
+    (:func:`memsearch.agent.recall_log.caller`), or a host's own shell variable is set.
 
     Why only then: a person's ``memsearch search -k 20 --json-output | jq`` (or a script written for
     the original) must get every hit it asked for; the budget is for what lands in a model's
     context."""
-    from memsearch.recall_log import caller
+    from memsearch.agent.recall_log import caller
 
     env = os.environ if env is None else env
     return any(caller(env)) or any(env.get(name, "").strip() for name in AGENT_SHELL_VARIABLES)
@@ -43,8 +43,8 @@ def search_results(cfg: Any, query: str, results: list[dict[str, Any]], store: s
     """The hits that fit the recall budget when an agent reads them (:func:`for_agent`),
     lowest-ranked left out first (a line on stderr says so); the search is logged with the hits
     shown and their tokens."""
-    from memsearch import context_budget as cb
-    from memsearch import recall_log
+    from memsearch.agent import context_budget as cb
+    from memsearch.agent import recall_log
 
     if not for_agent():
         recall_log.record(cfg, cfg.milvus.collection, "search", via="cli", query=query, hits=len(results))
@@ -83,8 +83,8 @@ def expanded(cfg: Any, result: Expansion, store: str) -> Expansion:
     """The expansion with its text within the recall budget (the rest named on stderr); logged."""
     import dataclasses
 
-    from memsearch import context_budget as cb
-    from memsearch import recall_log
+    from memsearch.agent import context_budget as cb
+    from memsearch.agent import recall_log
 
     if not for_agent():
         recall_log.record(cfg, cfg.milvus.collection, "expand", via="cli", chunk=result.chunk_hash[:64])
@@ -100,12 +100,12 @@ def expanded(cfg: Any, result: Expansion, store: str) -> Expansion:
 
 def transcript_read(turns: int) -> None:
     """Log a ``transcript`` call under the collection the session exported (none: not logged)."""
-    from memsearch.recall_log import COLLECTION_ENV
+    from memsearch.agent.recall_log import COLLECTION_ENV
 
     collection = os.environ.get(COLLECTION_ENV, "").strip()
     if not collection:
         return
-    from memsearch import recall_log
+    from memsearch.agent import recall_log
     from memsearch.config import resolve_config
 
     try:

@@ -1,4 +1,4 @@
-"""``memsearch stats --recall``: the recall log (:mod:`memsearch.recall_log`) summed per session."""
+"""``memsearch stats --recall``: the recall log (:mod:`memsearch.agent.recall_log`) summed per session."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["show_recall"]
 def show_recall(cfg: Any, days: int, json_output: bool) -> None:
     """Print one row per session of ``cfg``'s collection in the last ``days`` days, flagging the
     sessions where memory was never consulted (no search, no expand)."""
-    from memsearch import recall_log
+    from memsearch.agent import recall_log
 
     rows = recall_log.summarise(recall_log.read_events(cfg.milvus.collection, time.time() - days * 86400))
     if json_output:

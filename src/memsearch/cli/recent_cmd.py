@@ -1,4 +1,4 @@
-"""``memsearch recent``: what memory gained lately, day by day (``memsearch.timeline``)."""
+"""``memsearch recent``: what memory gained lately, day by day (``memsearch.agent.timeline``)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ def recent(paths: tuple[Path, ...], days: int, json_output: bool) -> None:
     """
     import datetime as dt
 
+    from memsearch.agent.timeline import default_memory_dir, timeline
+    from memsearch.engine.timeframe import Window, local_today
     from memsearch.errors import MemoryFolderNotFoundError
-    from memsearch.timeframe import Window, local_today
-    from memsearch.timeline import default_memory_dir, timeline
 
     folders = list(paths)
     if not folders:

@@ -32,7 +32,8 @@ def scan(paths: tuple[str, ...], rewrite: bool, **flags: Any) -> None:
       memsearch scan
       memsearch scan --redact
     """
-    from memsearch import redact, secret_scan
+    from memsearch import redact
+    from memsearch.engine import secret_scan
     from memsearch.errors import SecretsFoundError
 
     cfg = resolve(flags)
@@ -63,7 +64,7 @@ def scan(paths: tuple[str, ...], rewrite: bool, **flags: Any) -> None:
 
 def _reindex(cfg: Any, roots: list[str]) -> None:
     """Bring the index up to date with the rewritten journals (old chunks replaced)."""
-    from memsearch.memory import open_memory
+    from memsearch.engine.memory import open_memory
 
     dirs = [r for r in roots if Path(r).exists()]
     with open_memory(cfg, dirs) as memory:

@@ -8,10 +8,10 @@ import click
 
 from memsearch.cli.options import common_options, echo_json, resolve, store_flags
 from memsearch.cli.render import shown
-from memsearch.operations import MAX_TOP_K  # the memory refuses more (a huge top_k cost gigabytes)
+from memsearch.engine.operations import MAX_TOP_K  # the memory refuses more (a huge top_k cost gigabytes)
 
 if TYPE_CHECKING:
-    from memsearch.timeframe import Window
+    from memsearch.engine.timeframe import Window
 
 #: Plain output shows this many characters of a chunk, then points at ``expand``. Every hit shows its
 #: chunk hash (a ``Chunk:`` line after the original's ``Source:`` and ``Heading:``), short ones too.
@@ -90,8 +90,8 @@ def search(
       memsearch search "retry policy" --since 2026-11-01 --until 2026-11-30
     """
     from memsearch.cli.recall_output import search_results
-    from memsearch.memory import open_memory
-    from memsearch.timeframe import search_window
+    from memsearch.engine.memory import open_memory
+    from memsearch.engine.timeframe import search_window
 
     cfg = resolve(flags)
     text, window = search_window(query, since, until, time_phrases=time_phrases)  # bad days: Error

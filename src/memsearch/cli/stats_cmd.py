@@ -27,7 +27,7 @@ def stats(recall: bool, days: int, json_output: bool, **flags: Any) -> None:
     With --recall: what memory did in each session of the collection (the local recall log).
       memsearch stats --recall --days 30
     """
-    from memsearch.memory import open_memory
+    from memsearch.engine.memory import open_memory
     from memsearch.service.client import describe_service
 
     cfg = resolve(flags)
@@ -73,7 +73,7 @@ def reset(yes: bool, **flags: Any) -> None:
     """Drop all indexed data (the markdown files are not touched)."""
     if not yes:
         _confirm("This will delete all indexed data. Continue?", f"memsearch reset --yes{store_flags(flags)}")
-    from memsearch.memory import open_memory
+    from memsearch.engine.memory import open_memory
 
     with open_memory(resolve(flags)) as memory:
         memory.reset()

@@ -100,7 +100,7 @@ def _stop_when_unused(users_file: Path) -> None:
     say goodbye (no SessionEnd, a killed host): SIGTERM to ourselves, the same clean stop as ``kill``."""
     import os
 
-    from memsearch.hooks.processes import guard_watch
+    from memsearch.agent.hooks.processes import guard_watch
 
     def stop() -> None:
         click.echo("No live session uses this watch any more.")
@@ -191,7 +191,7 @@ class _Session:
             click.echo(shown(message["summary"]))
 
     def _initial_report(self, data: dict[str, Any]) -> None:
-        from memsearch.indexer import IndexReport
+        from memsearch.engine.indexer import IndexReport
 
         report = IndexReport.from_dict(data)
         self.run.finished(report)
@@ -209,8 +209,8 @@ def _echo_event(_event_type: str, summary: str, _path: Path) -> None:
 
 def _error_recorder(state: Path | None, cfg: MemSearchConfig) -> OnError:
     """``on_error`` for the watcher: a stderr line and a degraded ``watch:<event>`` state record."""
+    from memsearch.engine.indexer import format_error
     from memsearch.index_state import record_error
-    from memsearch.indexer import format_error
 
     def on_error(event_type: str, exc: BaseException, path: Path) -> None:
         message = format_error(exc)

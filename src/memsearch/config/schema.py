@@ -196,7 +196,7 @@ class RerankerConfig:
 @dataclass
 class SearchConfig:
     """How ``search`` ranks: ``recency_half_life`` (days; 0 = off) multiplies each fused score by
-    ``0.5 ** (age / half_life)`` (``memsearch.time_search``)."""
+    ``0.5 ** (age / half_life)`` (``memsearch.engine.time_search``)."""
 
     recency_half_life: float = 0.0
 
@@ -335,7 +335,7 @@ class RedactConfig:
 
 @dataclass
 class ContextConfig:
-    """Token budgets of what memsearch hands a model (``memsearch.context_budget``): the
+    """Token budgets of what memsearch hands a model (``memsearch.agent.context_budget``): the
     session-start context, the per-prompt hint (with auto-injected hits), and the output of
     ``memsearch search`` / ``expand`` that the recall skills read. Over budget, the oldest or
     lowest-ranked parts are left out and one line says so."""
@@ -347,7 +347,7 @@ class ContextConfig:
 
 @dataclass
 class TelemetryConfig:
-    """The local recall log (``memsearch.recall_log``): what memory injected and what the model
+    """The local recall log (``memsearch.agent.recall_log``): what memory injected and what the model
     searched, per session, for ``memsearch stats --recall``. Never sent anywhere."""
 
     recall: bool = True
@@ -362,7 +362,7 @@ class ConfigOrigin:
     #: Dotted keys present in the project file but dropped by the allowlist (or unknown).
     ignored_project_keys: list[str] = field(default_factory=list)
     #: ``embedding.model`` was set nowhere and holds the provider's default: the user did not choose
-    #: it, so a store the original memsearch built may keep the original's model (memsearch.migration).
+    #: it, so a store the original memsearch built may keep the original's model (memsearch.engine.migration).
     default_embedding_model: bool = False
 
 

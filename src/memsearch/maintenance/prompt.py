@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.agent.framing import DATA_NOTE
+from memsearch.engine.project_files import MAX_JOURNAL_BYTES
 from memsearch.errors import MaintenanceError
-from memsearch.framing import DATA_NOTE
 from memsearch.maintenance.common import (
     JOURNAL_FILES,
     MAX_PROMPT_CHARS,
@@ -20,7 +21,6 @@ from memsearch.maintenance.common import (
     root_of,
 )
 from memsearch.maintenance.state import journal_paths
-from memsearch.project_files import MAX_JOURNAL_BYTES
 
 if TYPE_CHECKING:
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
@@ -36,10 +36,10 @@ def recent_journals(
     input_dir: Path, budget: int, files: int = JOURNAL_FILES, root: Path | None = None
 ) -> str:
     """The newest ``files`` journals under ``input_dir`` (regular files inside ``root``, default
-    ``input_dir``), oldest first, each framed as data (:func:`memsearch.framing.frame`, labelled
+    ``input_dir``), oldest first, each framed as data (:func:`memsearch.agent.framing.frame`, labelled
     with its name); when longer than ``budget`` the oldest journals are left out or cut from the
     front (the newest entries always survive). Bytes that are not UTF-8 are replaced, never fatal."""
-    from memsearch.framing import frame
+    from memsearch.agent.framing import frame
 
     inside = root or input_dir
     found: list[tuple[float, str, Path]] = []

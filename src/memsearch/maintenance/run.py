@@ -28,8 +28,8 @@ from memsearch.maintenance.state import (
 from memsearch.maintenance.tasks import TASKS, Outcome, Task, TaskRun
 
 if TYPE_CHECKING:
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
 

@@ -30,8 +30,8 @@ from memsearch.maintenance.state import (
 from memsearch.maintenance.tasks import TASKS
 
 if TYPE_CHECKING:
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 def index_files(ctx: HookContext, files: Sequence[Path], log: Callable[[str], None] | None = None) -> None:
     """Index rewritten PROJECT.md/USER.md like a journal (at the store's owner). A failure is
     logged, never raised: the file is written and the next run retries."""
-    from memsearch.memory import open_memory
+    from memsearch.engine.memory import open_memory
 
     say = log or (lambda message: None)
     paths = [str(f) for f in files]
@@ -89,7 +89,7 @@ def lock_held(memsearch_dir: Path) -> bool:
 def start_due_tasks(ctx: HookContext) -> int | None:
     """Start a detached ``memsearch maintenance run --hook-worker`` when a task is due and no run
     is in progress; its pid, or None. The hook does not wait for it."""
-    from memsearch.hooks import processes
+    from memsearch.agent.hooks import processes
 
     if not due_tasks(ctx) or lock_held(ctx.memsearch_dir):
         return None
@@ -105,10 +105,10 @@ def start_due_tasks(ctx: HookContext) -> int | None:
 
 def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:
     """PROJECT.md and USER.md (where ``project_review``/``user_profile`` write them) for the model,
-    each framed as data (:mod:`memsearch.framing`), together within ``budget`` characters; a cut
+    each framed as data (:mod:`memsearch.agent.framing`), together within ``budget`` characters; a cut
     file says where the rest is. "" when neither exists. Each is read only when it is a regular
     file inside the project (never a symbolic link a repository shipped, never a FIFO)."""
-    from memsearch.framing import frame
+    from memsearch.agent.framing import frame
 
     files: list[tuple[str, Path, str]] = []
     for name in ("project_review", "user_profile"):

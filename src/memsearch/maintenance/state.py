@@ -12,13 +12,18 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.engine.project_files import (
+    MAX_JOURNAL_BYTES,
+    project_files,
+    read_project_bytes,
+    read_project_text,
+)
 from memsearch.files import try_lock
 from memsearch.maintenance.common import LOCK_FILE, RETRY_AFTER_HOURS, STATE_FILE, write_text
-from memsearch.project_files import MAX_JOURNAL_BYTES, project_files, read_project_bytes, read_project_text
 
 if TYPE_CHECKING:
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
     from memsearch.maintenance.tasks import Task
@@ -59,7 +64,7 @@ def task_paths(ctx: HookContext, task: Task, settings: TaskSettings) -> tuple[Pa
 def journal_paths(input_dir: Path, root: Path | None = None) -> list[Path]:
     """The markdown files under ``input_dir`` a task reads, by name: regular files inside ``root``
     (default ``input_dir``) only; a symbolic link or a FIFO a repository shipped is skipped with a
-    warning (:mod:`memsearch.project_files`)."""
+    warning (:mod:`memsearch.engine.project_files`)."""
     if not input_dir.is_dir():
         return []
     try:

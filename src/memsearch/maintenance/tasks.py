@@ -21,8 +21,8 @@ from memsearch.maintenance.common import (
 )
 
 if TYPE_CHECKING:
+    from memsearch.agent.hooks.base import HookContext
     from memsearch.config import PluginMaintenanceTaskConfig, PluginMemoryToSkillConfig
-    from memsearch.hooks.base import HookContext
 
     TaskSettings = PluginMaintenanceTaskConfig | PluginMemoryToSkillConfig
 
@@ -91,7 +91,7 @@ class Task:
 
 
 def _current_file(run: TaskRun) -> str:
-    from memsearch.framing import frame
+    from memsearch.agent.framing import frame
 
     text = read_text(run.output, root_of(run.ctx, run.output))
     return frame(text, run.output.name) if text.strip() else "(the file does not exist yet)"
@@ -126,7 +126,7 @@ def _apply_file(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
 
 def _current_skills(run: TaskRun) -> str:
     from memsearch import skills
-    from memsearch.framing import frame
+    from memsearch.agent.framing import frame
 
     blocks = []
     for candidate in skills.list_candidates(run.ctx.memsearch_dir):

@@ -2,9 +2,9 @@
 
 Why a wrapper and not edits in each tool: every recall tool (``search``, ``expand``,
 ``transcript``) needs the same two things after it answered: the answer cut to
-``context.recall_tokens`` tokens (:mod:`memsearch.context_budget`; the characters budget,
+``context.recall_tokens`` tokens (:mod:`memsearch.agent.context_budget`; the characters budget,
 ``--max-result-chars``, still applies first), and one line in the recall log
-(:mod:`memsearch.recall_log`) with the query (redacted there) and the hits shown. The wrapper keeps
+(:mod:`memsearch.agent.recall_log`) with the query (redacted there) and the hits shown. The wrapper keeps
 the tool's signature (``functools.wraps``), which is what the MCP SDK builds the tool's schema from.
 """
 
@@ -31,8 +31,8 @@ def logged(fn: Callable[..., Awaitable[str]], scope: McpScope) -> Callable[..., 
 
     @functools.wraps(fn)
     async def tool(*args: Any, **kwargs: Any) -> str:
-        from memsearch import context_budget as cb
-        from memsearch import recall_log
+        from memsearch.agent import context_budget as cb
+        from memsearch.agent import recall_log
 
         text = await fn(*args, **kwargs)
         cfg = scope.config

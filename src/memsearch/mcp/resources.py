@@ -1,7 +1,7 @@
 """Resources a host can attach to a session: today's journal, the recent journals' skeleton, and
 PROJECT.md and USER.md when they exist.
 
-They are read the way the plugins read them (``memsearch.project_files``: regular files inside the
+They are read the way the plugins read them (``memsearch.engine.project_files``: regular files inside the
 project only, bounded in size), framed as data, and held to the result budget.
 """
 
@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from memsearch.framing import DATA_NOTE, frame
+from memsearch.agent.framing import DATA_NOTE, frame
 
 if TYPE_CHECKING:
     from memsearch.mcp.budget import Budget
@@ -36,8 +36,8 @@ def _framed(text: str, source: str, budget: Budget, empty: str) -> str:
 def resource_readers(scope: McpScope, budget: Budget) -> dict[str, tuple[str, Callable[[], str]]]:
     """URI -> (description, reader) for every resource this server offers. The journals are
     always offered (they may appear any time); PROJECT.md and USER.md only when they exist now."""
-    from memsearch.journal import day_file, recent_memory
-    from memsearch.project_files import MAX_JOURNAL_BYTES, read_project_text
+    from memsearch.engine.journal import day_file, recent_memory
+    from memsearch.engine.project_files import MAX_JOURNAL_BYTES, read_project_text
 
     root = scope.files_root
 

@@ -1,6 +1,6 @@
 """Which memory the MCP server serves: project, memory folder, collection and store settings.
 
-A host plugin (``memsearch.hooks``) finds a project's memory by the git root of its working
+A host plugin (``memsearch.agent.hooks``) finds a project's memory by the git root of its working
 folder, or ``MEMSEARCH_DIR``, and names its collection after that folder
 (``hooks.collection.derive_collection``). The MCP server follows the same rules when no
 ``--collection`` is given, so an agent talking to the server and the same agent's plugin read and
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.interface import Memory
+    from memsearch.engine.interface import Memory
 
 __all__ = ["McpScope"]
 
@@ -37,8 +37,8 @@ class McpScope:
 
     @property
     def files_root(self) -> Path:
-        """The folder memory files must stay inside to be read (``memsearch.project_files``)."""
-        from memsearch.project_files import files_root
+        """The folder memory files must stay inside to be read (``memsearch.engine.project_files``)."""
+        from memsearch.engine.project_files import files_root
 
         return files_root(self.project_dir, self.memsearch_dir)
 
@@ -46,9 +46,9 @@ class McpScope:
     def build(cls, flags: dict[str, Any], project: str | None = None) -> McpScope:
         """From the command's store flags and ``--project`` (default: the working folder's git
         root, else the working folder), with ``MEMSEARCH_DIR`` as the plugins read it."""
+        from memsearch.agent.hooks.base import MEMSEARCH_DIR_ENV, find_git_root
+        from memsearch.agent.hooks.collection import absolute_path, derive_collection
         from memsearch.cli.flags import config_from_flags
-        from memsearch.hooks.base import MEMSEARCH_DIR_ENV, find_git_root
-        from memsearch.hooks.collection import absolute_path, derive_collection
 
         start = Path(absolute_path(project))
         project_dir = start if project else (find_git_root(start) or start)
@@ -71,8 +71,8 @@ class McpScope:
         No background service is started for it (unlike a CLI search): the server lives as long as
         its session, so when nobody owns the store it owns it itself, serving the CLI and the hooks
         meanwhile, and hands it on when stdin closes; nothing of its making outlives the session."""
-        from memsearch.lifecycle import ModelLifecycle
-        from memsearch.memory import open_memory
+        from memsearch.engine.lifecycle import ModelLifecycle
+        from memsearch.engine.memory import open_memory
 
         return open_memory(
             self.config,

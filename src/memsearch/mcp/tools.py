@@ -3,7 +3,7 @@ plus ``remember`` and ``stats``.
 
 Each tool is a plain function over one :class:`MemoryTools` (the scope, the memory, the budget).
 Their docstrings are the descriptions a model reads to decide when to call them, so they say that,
-not how they work. Memory text in every answer is framed as data (``memsearch.framing``); what a
+not how they work. Memory text in every answer is framed as data (``memsearch.agent.framing``); what a
 budget leaves out is named on a line outside the frame, with the call that gets it.
 
 Expected failures raise ``ToolError`` with one line, the way the CLI prints ``Error: ...``; the SDK
@@ -22,12 +22,12 @@ import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from memsearch.framing import DATA_NOTE, frame
-from memsearch.journal import DAY_FILE_RE, TRANSCRIPT_FIELDS
+from memsearch.agent.framing import DATA_NOTE, frame
+from memsearch.engine.journal import DAY_FILE_RE, TRANSCRIPT_FIELDS
 from memsearch.mcp.budget import MAX_NOTE_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_TOP_K, Budget
 
 if TYPE_CHECKING:
-    from memsearch.interface import Memory
+    from memsearch.engine.interface import Memory
     from memsearch.mcp.scope import McpScope
 
 __all__ = ["MemoryTools"]
@@ -86,7 +86,7 @@ class MemoryTools:
             return source
 
     def _inside(self, source: str) -> bool:
-        from memsearch.project_files import is_inside
+        from memsearch.engine.project_files import is_inside
 
         return is_inside(Path(source), self.scope.project_dir, resolve=False)
 
@@ -219,7 +219,7 @@ class MemoryTools:
         """Write a note to this project's memory (today's journal), where every later session,
         this agent's or another's, can find it with search. Use it when the user asks you to
         remember something, or for a decision or finding worth keeping beyond this session."""
-        from memsearch.journal import JournalEntry, append_entry
+        from memsearch.engine.journal import JournalEntry, append_entry
 
         bullets = [line for line in note.splitlines() if line.strip()]
         if not bullets:
@@ -244,7 +244,7 @@ class MemoryTools:
     async def stats(self) -> str:
         """Show which memory this server serves (project, memory folder, collection, store) and
         how many chunks are indexed."""
-        from memsearch.journal import journal_files
+        from memsearch.engine.journal import journal_files
 
         memory = self.memory
         count = await self._call(lambda: memory.count())
@@ -271,8 +271,8 @@ class MemoryTools:
 
     def _allowed_transcripts(self) -> frozenset[str]:
         """The conversations the project's journals name *and* memsearch recorded naming there
-        (``memsearch.written``): an anchor a cloned repository shipped opens nothing."""
-        from memsearch import written
+        (``memsearch.engine.written``): an anchor a cloned repository shipped opens nothing."""
+        from memsearch.engine import written
         from memsearch.maintenance.commands import anchored_transcripts
 
         named = anchored_transcripts(self.scope.memory_dir, self.scope.files_root)

@@ -13,7 +13,7 @@ The package, along the lines of its parts:
 - :mod:`~memsearch.service.paths`: where a store's service lives (run files, their safety checks);
 - :mod:`~memsearch.service.protocol`: one JSON object per line, its limits and its errors;
 - :mod:`~memsearch.service.client`: :func:`connect` and :class:`ServiceClient`, which sends an
-  operation of ``memsearch.operations`` to the service; standard library only, so a routed
+  operation of ``memsearch.engine.operations`` to the service; standard library only, so a routed
   ``memsearch search`` never loads pymilvus, onnxruntime or asyncio;
 - :mod:`~memsearch.service.ondemand`: starting a store's service for a command, at most
   ``service.max_on_demand`` of them, never for a read that cannot succeed;

@@ -1,5 +1,5 @@
 """The memory service's client: find a store's service and send it requests (what each operation
-sends and gets back is its row of ``memsearch.operations``).
+sends and gets back is its row of ``memsearch.engine.operations``).
 
 Standard library only (a test checks it in a fresh process), so a routed ``memsearch search`` never
 loads pymilvus or onnxruntime, nor asyncio. A client gives up on a silent service after
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memsearch.callerenv import snapshot
+from memsearch.engine.operations import OPERATIONS
 from memsearch.errors import (
     ServiceError,
     ServiceGoneError,
@@ -28,7 +29,6 @@ from memsearch.errors import (
     ServiceTimeoutError,
     ServiceUnavailableError,
 )
-from memsearch.operations import OPERATIONS
 from memsearch.service.paths import (
     ServicePaths,
     clean_stale,

@@ -99,7 +99,7 @@ def store_readable(uri: str, collection: str | None = None) -> bool:
     Milvus Lite path must be a directory ending in ``.db`` that holds the collection (or an alias of
     it, Milvus Lite 3's layout; see :data:`LITE_COLLECTIONS`). A server URI is always worth asking:
     only the server knows."""
-    from memsearch.uri import resolve_uri
+    from memsearch.store.uri import resolve_uri
 
     path = resolve_uri(uri).path
     if path is None:

@@ -1,6 +1,6 @@
 """What the memory service does with its store for each request: the operations' table, as run here.
 
-Why no list of its own: every store operation is a row of ``memsearch.operations.OPERATIONS``
+Why no list of its own: every store operation is a row of ``memsearch.engine.operations.OPERATIONS``
 (its arguments, checked by ``protocol.parse_request`` before this runs, and how its result crosses
 the socket). Each entry takes the engine for the caller's settings and the checked arguments, runs
 the row's ``here`` method on the service's engine loop (so store access never runs concurrently
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from memsearch.operations import OPERATIONS, REQUIRED, Operation
+from memsearch.engine.operations import OPERATIONS, REQUIRED, Operation
 
 if TYPE_CHECKING:
     from memsearch.core import MemSearch

@@ -41,7 +41,7 @@ from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe
 from memsearch.service.paths import lock_is_held, service_paths, store_key
 
 if TYPE_CHECKING:
-    from memsearch.operations import Operation
+    from memsearch.engine.operations import Operation
     from memsearch.service.server import Engine, MemoryService
 
 
@@ -65,7 +65,7 @@ _exit_hook = False
 
 
 def is_lite(uri: str) -> bool:
-    from memsearch.uri import resolve_uri
+    from memsearch.store.uri import resolve_uri
 
     return resolve_uri(uri).path is not None
 

@@ -38,7 +38,7 @@ class ServicePaths:
 
 def store_key(uri: str) -> str:
     """The identity of a store: its resolved URI (a Lite path is made absolute)."""
-    from memsearch.uri import resolve_uri
+    from memsearch.store.uri import resolve_uri
 
     return resolve_uri(uri).uri
 

@@ -7,7 +7,7 @@ from a stopped one). Several requests may be sent on one connection; each gets i
 Errors cross by class name (every class lives in ``memsearch.errors``), so exit codes and messages
 are the same as when the command runs directly. Whatever a peer sends is outside data: it is
 decoded defensively (:func:`decode_message`) and checked against the operations' table
-(``memsearch.operations``) before the store is touched. Standard library only (the client uses it).
+(``memsearch.engine.operations``) before the store is touched. Standard library only (the client uses it).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 from memsearch import errors
 from memsearch.callerenv import checked
+from memsearch.engine.operations import BY_WIRE, MAX_CONTEXT_LINES, MAX_QUERY_CHARS, MAX_TOP_K
 from memsearch.errors import InvalidArgumentError, MemSearchError, ServiceError, ServiceRequestError
-from memsearch.operations import BY_WIRE, MAX_CONTEXT_LINES, MAX_QUERY_CHARS, MAX_TOP_K
 
 __all__ = ["MAX_CONTEXT_LINES", "MAX_QUERY_CHARS", "MAX_REQUEST_BYTES", "MAX_TOP_K", "parse_request"]
 
@@ -152,7 +152,7 @@ def too_large() -> ServiceRequestError:
     )
 
 
-#: The service's own requests, beside the memory's operations (``memsearch.operations``, by their
+#: The service's own requests, beside the memory's operations (``memsearch.engine.operations``, by their
 #: request name): op -> {argument: its types}. ``stop`` stops as if idle (``memsearch service stop``,
 #: the cap on services started on demand); a program's own service refuses.
 SERVICE_ARGS: dict[str, dict[str, tuple[type, ...]]] = {

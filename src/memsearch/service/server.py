@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     import asyncio
 
     from memsearch.core import MemSearch
-    from memsearch.indexer import IndexReport
-    from memsearch.lifecycle import IdleRelease
+    from memsearch.engine.indexer import IndexReport
+    from memsearch.engine.lifecycle import IdleRelease
 
 logger = logging.getLogger("memsearch.service")
 
@@ -124,7 +124,7 @@ class MemoryService:
         self.owner = owner
         self.on_demand = owner == "on-demand"
         self.command = command_line()
-        from memsearch.uri import resolve_uri
+        from memsearch.store.uri import resolve_uri
 
         self._lite_path = resolve_uri(uri).path  # None for a server
         self._activity = Activity()
@@ -198,7 +198,7 @@ class MemoryService:
             target=loop.run_forever, name="memsearch-service-engine", daemon=True
         )
         self._loop_thread.start()
-        from memsearch.lifecycle import IdleRelease
+        from memsearch.engine.lifecycle import IdleRelease
 
         # Engines keep their model warm between requests and let it go once unused (ModelLifecycle.IDLE).
         self._model_idle = IdleRelease(self._activity.idle_seconds, self._release_models).start()

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsearch import written
+from memsearch.engine import written
+from memsearch.engine.project_files import read_project_bytes
 from memsearch.errors import (
     NoInstallTargetError,
     SkillExistsError,
@@ -18,7 +19,6 @@ from memsearch.errors import (
     SkillMetaError,
 )
 from memsearch.files import atomic_write
-from memsearch.project_files import read_project_bytes
 from memsearch.skills.names import SKILL_FILE, content_hash, same_version, utc_now
 from memsearch.skills.repo import (
     commit_all,
@@ -96,7 +96,7 @@ def install_candidate(
     installed copy edited since) is never overwritten silently: the whole install is refused with
     :class:`~memsearch.errors.SkillExistsError` before anything is written, unless ``force``,
     which keeps the old file as ``SKILL.md.bak`` (``.bak.1``, ... when one is there). Whether
-    memsearch put it there is memsearch's own record (:mod:`memsearch.written`), never the
+    memsearch put it there is memsearch's own record (:mod:`memsearch.engine.written`), never the
     store's ``meta.json``, which a cloned repository can fill with anything."""
     if not destinations:
         raise NoInstallTargetError(
@@ -165,7 +165,7 @@ def install_candidate(
 
 def _action(target: Path, data: bytes) -> str:
     """What installing ``data`` at ``target`` would do: ``created``, ``unchanged``, ``updated`` (a
-    version memsearch itself wrote there, by its own record: :mod:`memsearch.written`, never the
+    version memsearch itself wrote there, by its own record: :mod:`memsearch.engine.written`, never the
     store's meta.json) or ``foreign`` (anything else, a symbolic link included: ``--force`` only)."""
     try:
         st = target.lstat()

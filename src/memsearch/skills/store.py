@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memsearch.engine.project_files import read_project_bytes, warn
 from memsearch.errors import SkillMetaError, SkillNotFoundError
-from memsearch.project_files import read_project_bytes, warn
 from memsearch.skills.names import (
     CANDIDATES_DIRNAME,
     META_FILE,
@@ -182,7 +182,7 @@ def _status(meta: Mapping[str, Any], data: bytes) -> str:
 
 def read_skill_bytes(skill_dir: Path) -> bytes | None:
     """A candidate's SKILL.md when it is a regular file in a real folder of the store (not a
-    symbolic link to one elsewhere); None otherwise (:mod:`memsearch.project_files`)."""
+    symbolic link to one elsewhere); None otherwise (:mod:`memsearch.engine.project_files`)."""
     root = skill_dir.parent
     if os.path.islink(skill_dir):
         if os.path.lexists(skill_dir / SKILL_FILE):

@@ -83,7 +83,7 @@ JIEBA_QUIET = _BelowWarningFilter()
 
 
 def prepare_jieba() -> None:
-    """Before Milvus Lite's first tokenising call: jieba's dictionary, late (memsearch.jieba_loader)."""
-    from memsearch.jieba_loader import prepare
+    """Before Milvus Lite's first tokenising call: jieba's dictionary, late (memsearch.store.jieba_loader)."""
+    from memsearch.store.jieba_loader import prepare
 
     prepare()

@@ -28,7 +28,7 @@ from memsearch.store.driver_errors import (
     milvus_lite_major,
     quiet,
 )
-from memsearch.uri import SERVER_PREFIXES, StoreLocation
+from memsearch.store.uri import SERVER_PREFIXES, StoreLocation
 
 if TYPE_CHECKING:
     from typing import TypeAlias

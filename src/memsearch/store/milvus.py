@@ -47,7 +47,7 @@ from memsearch.store.rows import (
     prepare_rows,
     stored_value,
 )
-from memsearch.uri import StoreLocation, resolve_uri
+from memsearch.store.uri import StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
     from memsearch.store.connect import Client

@@ -15,7 +15,7 @@ from memsearch.watcher.filewatcher import FileWatcher
 from memsearch.watcher.policy import IndexPolicy
 
 if TYPE_CHECKING:
-    from memsearch.indexer import Indexer
+    from memsearch.engine.indexer import Indexer
 
 logger = logging.getLogger("memsearch.watcher")
 
@@ -29,7 +29,7 @@ class _Outcome:
 
 
 class IndexUpdater:
-    """The :class:`FileWatcher` callback that keeps an :class:`~memsearch.indexer.Indexer`'s index
+    """The :class:`FileWatcher` callback that keeps an :class:`~memsearch.engine.indexer.Indexer`'s index
     in step with the disk.
 
     Each path an event names is reconciled: a file that exists and passes ``policy`` is indexed
@@ -98,7 +98,7 @@ class IndexUpdater:
         try:
             return await work
         except Exception as exc:
-            from memsearch.indexer import format_error
+            from memsearch.engine.indexer import format_error
 
             if self.on_error is None:
                 logger.warning("watch: %s failed for %s: %s", event_type, path, format_error(exc))

@@ -1,0 +1,256 @@
+"""``memsearch forget``: which lines of which memory files a request names, and what to show.
+
+A request names memory in the user's words (a chunk hash from ``search``, a session or turn from a
+journal anchor, a query); this module turns it into :class:`Block`\\ s, line ranges of markdown
+files, because the markdown is the truth and everything else (the index, the embedding cache, the
+manifest) is derived from it. :mod:`memsearch.engine.forget_apply` removes the blocks, all or none.
+
+What a block covers:
+
+- in a daily journal, a whole entry: its ``### HH:MM`` heading, anchor and bullets, up to the next
+  heading. A chunk or query hit in a journal names the entries its lines overlap (a ``## Memory
+  Compact`` section or other prose is removed by the chunk's own lines). A ``## Session`` heading
+  whose entries all go goes with them (:func:`session_headings`);
+- in a hand-written note, the chunk's own lines, its heading line included when the chunk starts
+  with it (the other chunks of a long section stay, under the heading above them).
+
+Previews go through the configured redaction, so the confirmation never prints a secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsearch.engine.journal import is_journal, journal_files, parse_anchor_fields
+
+if TYPE_CHECKING:
+    from memsearch.chunker import Chunk
+    from memsearch.redact import Redactor
+
+__all__ = [
+    "Block",
+    "block_digest",
+    "blocks_for_chunk",
+    "blocks_for_entries",
+    "entries",
+    "read_lines",
+    "session_headings",
+]
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+PREVIEW_CHARS = 100
+
+
+@dataclass(frozen=True)
+class Block:
+    """Lines ``[start, end)`` (0-based) of ``path`` to remove; ``digest`` is their bytes' sha256, so a
+    block shown for confirmation is removed only while the file still holds exactly those lines."""
+
+    path: Path
+    start: int
+    end: int
+    digest: str
+    heading: str = ""
+    anchor: Mapping[str, str] = field(default_factory=dict)
+    preview: str = ""
+
+    @property
+    def span(self) -> str:
+        """``lines a-b`` (1-based, as editors and ``expand`` number them)."""
+        return f"lines {self.start + 1}-{self.end}"
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of ``path`` with their line breaks, decoded so that joining and encoding them again
+    gives the file's exact bytes (undecodable bytes survive as surrogates)."""
+    from memsearch.files import open_own
+
+    with os.fdopen(open_own(path, os.O_RDONLY), "rb") as fh:
+        return split_keep(fh.read().decode("utf-8", errors="surrogateescape"))
+
+
+def split_keep(text: str) -> list[str]:
+    """``text`` as lines that keep their ``\\n`` (byte-exact when joined)."""
+    return _LINE_RE.findall(text)
+
+
+def encode(lines: Iterable[str]) -> bytes:
+    return "".join(lines).encode("utf-8", errors="surrogateescape")
+
+
+def block_digest(lines: Sequence[str], start: int, end: int) -> str:
+    return hashlib.sha256(encode(lines[start:end])).hexdigest()
+
+
+# --- journals ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    start: int
+    end: int
+    heading: str
+    anchor: dict[str, str]
+
+
+def _headings(lines: Sequence[str]) -> list[tuple[int, int, str]]:
+    from memsearch.chunker import find_headings
+
+    return [(h.index, h.level, h.title) for h in find_headings([ln.rstrip("\r\n") for ln in lines])]
+
+
+def entries(lines: Sequence[str]) -> list[_Entry]:
+    """The ``###`` entries of a journal: heading to the next heading, with their anchor fields."""
+    heads = _headings(lines)
+    found = []
+    for k, (index, level, title) in enumerate(heads):
+        if level != 3:
+            continue
+        end = heads[k + 1][0] if k + 1 < len(heads) else len(lines)
+        anchor: dict[str, str] = {}
+        for line in lines[index + 1 : end]:
+            if "<!--" in line:
+                anchor = parse_anchor_fields(line) or {}
+                if anchor:
+                    break
+        found.append(_Entry(index, end, title, anchor))
+    return found
+
+
+def session_headings(lines: Sequence[str], removed: set[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ``## Session`` sections (heading to the next ``#``/``##`` heading) every entry of which
+    is among ``removed`` and that hold nothing else: removed whole, so no empty heading is left."""
+    heads = _headings(lines)
+    whole = []
+    for k, (index, level, title) in enumerate(heads):
+        if level != 2 or not title.startswith("Session"):
+            continue
+        end = next((i for i, lv, _ in heads[k + 1 :] if lv <= 2), len(lines))
+        inner = [(e.start, e.end) for e in entries(lines[:end]) if e.start > index]
+        first = inner[0][0] if inner else end
+        prose = any(line.strip() for line in lines[index + 1 : first])
+        if inner and not prose and all(span in removed for span in inner) and inner[-1][1] == end:
+            whole.append((index, end))
+    return whole
+
+
+def blocks_for_entries(
+    memory_dirs: Sequence[str | Path], match: Mapping[str, str], redactor: Redactor
+) -> list[Block]:
+    """Every journal entry under ``memory_dirs`` whose anchor has all the fields of ``match``."""
+    blocks: list[Block] = []
+    for directory in memory_dirs:
+        for path in sorted(journal_files(directory)):
+            lines = read_lines(path)
+            for e in entries(lines):
+                if e.anchor and all(e.anchor.get(k) == v for k, v in match.items()):
+                    blocks.append(_block(path, lines, e.start, e.end, e.heading, e.anchor, redactor))
+    return blocks
+
+
+# --- chunks -----------------------------------------------------------------------------------
+
+
+def blocks_for_chunk(
+    row: Mapping[str, Any], *, max_chunk_size: int, overlap_lines: int, redactor: Redactor, shown: Redactor
+) -> list[Block]:
+    """The blocks a stored chunk (a ``search``/``get_chunk`` row) names, checked against its file:
+    the file must still hold that chunk where the index says (else StaleChunkError). ``redactor``
+    is the one ``index`` uses (to chunk the file as it did), ``shown`` the one for previews."""
+    from memsearch.errors import SourceFileNotFoundError, StaleChunkError
+
+    path = Path(str(row["source"]))
+    try:
+        lines = read_lines(path)
+    except FileNotFoundError:
+        raise SourceFileNotFoundError(
+            f"{path} is gone from disk", hint="run `memsearch index` on its folder to drop its chunks"
+        ) from None
+    start, end = int(row["start_line"]) - 1, int(row["end_line"])
+    if not _still_there(lines, row, path, max_chunk_size, overlap_lines, redactor):
+        raise StaleChunkError(
+            f"{path} changed since chunk {row['chunk_hash']} was indexed",
+            hint="run `memsearch index` on its folder, then search again for what to forget",
+        )
+    if is_journal(path):
+        hit = [e for e in entries(lines) if e.start < end and e.end > start]
+        if hit:
+            return [_block(path, lines, e.start, e.end, e.heading, e.anchor, shown) for e in hit]
+    return [_block(path, lines, start, end, str(row.get("heading") or ""), {}, shown)]
+
+
+def _still_there(
+    lines: Sequence[str],
+    row: Mapping[str, Any],
+    path: Path,
+    max_chunk_size: int,
+    overlap_lines: int,
+    redactor: Redactor,
+) -> bool:
+    """Whether chunking the file now (as ``index`` does) gives the stored chunk at the same lines."""
+    if _LONE_CR.search("".join(lines)):
+        return False  # old Mac line breaks: the chunker numbers lines differently from this module
+    content = str(row.get("content") or "")
+    return any(
+        (c.start_line, c.end_line, c.content) == (row["start_line"], row["end_line"], content)
+        for c in chunk_text(encode(lines), str(path), max_chunk_size, overlap_lines, redactor)
+    )
+
+
+def chunk_text(
+    raw: bytes, source: str, max_chunk_size: int, overlap_lines: int, redactor: Redactor
+) -> list[Chunk]:
+    """The chunks ``index`` makes of a file's bytes ``raw``: decoded as it decodes them, private
+    spans and secrets out first as :func:`memsearch.redact.note_text` does (nothing is counted:
+    forgetting logs nothing of the content)."""
+    from memsearch.chunker import chunk_markdown
+    from memsearch.scanner import decode_markdown
+
+    text = decode_markdown(raw, source).text
+    result = redactor.redact(text)
+    if any(k != "private" for k in result.counts) and redactor.notes != "redact":
+        if redactor.notes == "skip":
+            return []
+        result = redactor.redact(text, secrets=False)
+    return chunk_markdown(result.text, source, max_chunk_size=max_chunk_size, overlap_lines=overlap_lines)
+
+
+def _block(
+    path: Path,
+    lines: Sequence[str],
+    start: int,
+    end: int,
+    heading: str,
+    anchor: Mapping[str, str],
+    redactor: Redactor,
+) -> Block:
+    return Block(
+        path,
+        start,
+        end,
+        block_digest(lines, start, end),
+        heading=redactor.redact(heading).text,
+        anchor=dict(anchor),
+        preview=preview(lines[start:end], redactor),
+    )
+
+
+def preview(lines: Sequence[str], redactor: Redactor) -> str:
+    """A short one-line preview of ``lines``: the bullets and prose (no headings, no anchors), with
+    private spans and secrets replaced, clipped to :data:`PREVIEW_CHARS`."""
+    text = redactor.redact("".join(lines)).text
+    words = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "<!--")):
+            continue
+        words.append(stripped[2:] if stripped.startswith("- ") else stripped)
+    joined = " / ".join(words)
+    return joined if len(joined) <= PREVIEW_CHARS else joined[: PREVIEW_CHARS - 1].rstrip() + "…"
