@@ -482,11 +482,14 @@ _ORDER_WATCHED = (
     "        order.append('store')\n"
     "sys.addaudithook(watch)\n"
     "from memsearch import MemSearch\n"
-    "with MemSearch([sys.argv[2]], milvus_uri=sys.argv[3], keep_model=False) as ms:\n"
+    "from memsearch.engine.interface import Memory\n"
+    "from memsearch.engine.lifecycle import ModelLifecycle\n"
+    "one_shot = MemSearch([sys.argv[2]], milvus_uri=sys.argv[3], model_lifecycle=ModelLifecycle.ONE_SHOT)\n"
+    "with Memory(one_shot) as ms:\n"
     "    if sys.argv[1] == 'index':\n"
-    "        ms.run(ms.index())\n"
+    "        ms.index()\n"
     "    else:\n"
-    "        ms.run(ms.search('staging database port', top_k=1))\n"
+    "        ms.search('staging database port', top_k=1)\n"
     "print(json.dumps(order))\n"
 )
 

@@ -9,6 +9,7 @@ does not matter.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
@@ -277,7 +278,7 @@ def test_count_after_reset_is_zero(tmp_path: Path) -> None:
     from memsearch import MemSearch
 
     with MemSearch([str(EXAMPLES)], embedding_provider="hash", milvus_uri=str(tmp_path / "m.db")) as ms:
-        ms.run(ms.index())
+        asyncio.run(ms.index())
         assert ms.count() == 9
         ms.reset()
         assert ms.count() == 0

@@ -12,6 +12,7 @@ import pytest
 from hash_embedder import DEFAULT_MODEL, HashEmbedder
 from memsearch import MemSearch
 from memsearch.embeddings import ProviderSpec, register_provider
+from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.errors import EmbeddingError
 
 REFERENCE_KEYS = [
@@ -279,7 +280,7 @@ def releases() -> list[str]:
 async def test_a_one_shot_run_embeds_a_small_change_before_the_store_and_drops_the_model(
     notes: Path, tmp_path: Path, releases: list[str]
 ) -> None:
-    """``keep_model=False`` (one CLI index or search): a small change is embedded into the
+    """``ModelLifecycle.ONE_SHOT`` (one CLI index or search): a small change is embedded into the
     embedding cache before the store opens and the model dropped, so the upsert takes the vector
     from the cache; a search drops the model once the query is embedded. A library user's
     instance (the default) keeps its model."""
@@ -290,7 +291,9 @@ async def test_a_one_shot_run_embeds_a_small_change_before_the_store_and_drops_t
 
     releases.clear()
     write(notes / "db.md", "# Database\n\nThe connection pool was resized to forty.\n")
-    with make([notes], tmp_path, embedding_provider="hash-releases", keep_model=False) as ms:
+    with make(
+        [notes], tmp_path, embedding_provider="hash-releases", model_lifecycle=ModelLifecycle.ONE_SHOT
+    ) as ms:
         report = await ms.index_with_report()
         from_cache = ms.embedder.hits  # type: ignore[attr-defined]
         hits = await ms.search("resized pool", top_k=1)
@@ -307,7 +310,9 @@ async def test_a_big_one_shot_run_keeps_embedding_beside_the_store(
     root = tmp_path / "notes"
     for i in range(70):
         write(root / f"n{i:02}.md", f"# Note {i}\n\nfact number {i} about topic{i}\n")
-    with make([root], tmp_path, embedding_provider="hash-releases", keep_model=False) as ms:
+    with make(
+        [root], tmp_path, embedding_provider="hash-releases", model_lifecycle=ModelLifecycle.ONE_SHOT
+    ) as ms:
         assert await ms.index() == 70
         assert ms.embedder.hits == 0  # type: ignore[attr-defined]  # nothing embedded ahead
     assert releases[-1] == "release" and releases.count("release") == 1

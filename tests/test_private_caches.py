@@ -272,7 +272,7 @@ def test_a_library_process_with_umask_022_keeps_its_folders_private(tmp_path: Pa
     (home / "milvus.db").chmod(0o755)
     script = (
         "import os, sys\nos.umask(0o022)\nfrom memsearch import MemSearch\n"
-        "with MemSearch([sys.argv[1]]) as ms:\n    ms.run(ms.index())\n"
+        "import asyncio\nwith MemSearch([sys.argv[1]]) as ms:\n    asyncio.run(ms.index())\n"
     )
     notes = str(_notes(tmp_path))
     out = subprocess.run([sys.executable, "-c", script, notes], capture_output=True, text=True, timeout=180)

@@ -96,7 +96,7 @@ CLIENT_MODULES = {
     "memsearch.callerenv",
     "memsearch.errors",
     "memsearch.files",
-    "memsearch.engine.interface",
+    "memsearch.engine.operations",
     "memsearch.service",
     "memsearch.service.client",
     "memsearch.service.paths",

@@ -16,6 +16,7 @@ import pytest
 
 from cli_process import memsearch
 from memsearch import MemSearch
+from memsearch.engine.interface import Memory
 from memsearch.errors import InvalidDateError
 from memsearch.service import ServiceClient, service_paths
 from test_service import start_service
@@ -88,46 +89,42 @@ def names(hits: list[dict[str, object]]) -> list[str]:
 def test_api_windows_phrases_and_recency(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     in_zone(monkeypatch, ZONE)
     query = "retry policy"
-    with MemSearch(milvus_uri=uri) as ms:
-        plain = ms.run(ms.search(query, top_k=10))
+    with Memory(MemSearch(milvus_uri=uri)) as ms:
+        plain = ms.search(query, top_k=10)
         assert len(plain) == 4 and all(set(h) == PLAIN_KEYS for h in plain)  # untouched
 
-        recent = ms.run(ms.search(query, top_k=10, since=day(1), today=TODAY))
+        recent = ms.search(query, top_k=10, since=day(1), today=TODAY)
         assert names(recent) == [f"{day(1)}.md", f"{day(0)}.md"]
         assert {h["date"] for h in recent} == {day(1).isoformat(), day(0).isoformat()}
         assert {h["time"] for h in recent} == {"14:00", "08:30"}
         assert all(h["in_window"] and h["window"]["since"] == day(1).isoformat() for h in recent)
 
-        older = ms.run(
-            ms.search(query, top_k=10, until=dt.datetime.combine(day(2), dt.time(23)), today=TODAY)
-        )
+        older = ms.search(query, top_k=10, until=dt.datetime.combine(day(2), dt.time(23)), today=TODAY)
         assert names(older) == [f"{day(10)}.md", "retry-notes.md"]
         note = next(h for h in older if h["source"].endswith("retry-notes.md"))
         assert note["date"] == day(40).isoformat() and "time" not in note
 
-        assert names(ms.run(ms.search(query, since="7d", until="2d", today=TODAY))) == []
+        assert names(ms.search(query, since="7d", until="2d", today=TODAY)) == []
 
         # a phrase: taken out of the text (the same hits and scores as the bare words in that
         # window), the window reported on every hit
-        phrased = ms.run(ms.search(f"what changed in the {query} yesterday", top_k=10, today=TODAY))
-        bare = ms.run(
-            ms.search(f"what changed in the {query}", top_k=10, since=day(1), until=day(1), today=TODAY)
-        )
+        phrased = ms.search(f"what changed in the {query} yesterday", top_k=10, today=TODAY)
+        bare = ms.search(f"what changed in the {query}", top_k=10, since=day(1), until=day(1), today=TODAY)
         assert names(phrased) == [f"{day(1)}.md"]
         assert [h["score"] for h in phrased] == [h["score"] for h in bare]
         assert phrased[0]["window"] == {"since": str(day(1)), "until": str(day(1)), "phrase": "yesterday"}
-        zh = ms.run(ms.search("重试策略 三天前", top_k=10, today=TODAY + dt.timedelta(days=2)))
+        zh = ms.search("重试策略 三天前", top_k=10, today=TODAY + dt.timedelta(days=2))
         assert names(zh) == [f"{day(1)}.md"] and zh[0]["window"]["phrase"] == "三天前"
 
         # no phrase reading: the words are searched as written, every day
-        as_written = ms.run(ms.search(f"{query} yesterday", top_k=10, time_phrases=False))
+        as_written = ms.search(f"{query} yesterday", top_k=10, time_phrases=False)
         assert len(as_written) == 4 and all(set(h) == PLAIN_KEYS for h in as_written)
 
         # a phrase whose window holds nothing: hits of any day, marked out of the window
-        empty = ms.run(ms.search(f"{query} in March", top_k=10, today=dt.date(2099, 4, 2)))
+        empty = ms.search(f"{query} in March", top_k=10, today=dt.date(2099, 4, 2))
         assert len(empty) == 4 and not any(h["in_window"] for h in empty)
 
-        weighted = ms.run(ms.search(query, top_k=10, recency_half_life=10, today=TODAY))
+        weighted = ms.search(query, top_k=10, recency_half_life=10, today=TODAY)
         by_hash = {h["chunk_hash"]: h["score"] for h in plain}
         for hit in weighted:
             age = (TODAY - dt.date.fromisoformat(hit["date"])).days
@@ -135,7 +132,7 @@ def test_api_windows_phrases_and_recency(uri: str, monkeypatch: pytest.MonkeyPat
         assert names(weighted[-1:]) == ["retry-notes.md"]  # 40 days old: four half-lives
 
         with pytest.raises(InvalidDateError):
-            ms.run(ms.search(query, since="the other day"))
+            ms.search(query, since="the other day")
 
 
 def test_cli_since_until_phrases_and_errors(uri: str) -> None:
@@ -200,17 +197,17 @@ def test_through_the_memory_service_in_the_callers_time_zone(
     try:
         in_zone(monkeypatch, "Pacific/Kiritimati")  # UTC+14
         caller_today = dt.datetime.now(ZoneInfo("Pacific/Kiritimati")).date()
-        with MemSearch(milvus_uri=uri) as ms:
-            hits = ms.run(ms.search("retry policy", top_k=10, since=day(1), until=day(0)))
+        with Memory(MemSearch(milvus_uri=uri)) as ms:
+            hits = ms.search("retry policy", top_k=10, since=day(1), until=day(0))
             assert names(hits) == [f"{day(1)}.md", f"{day(0)}.md"]
-            phrase = ms.run(ms.search("retry policy today", top_k=10, today=TODAY))
+            phrase = ms.search("retry policy today", top_k=10, today=TODAY)
             assert names(phrase) == [f"{day(0)}.md"]
             # the service answered (it holds the store) and resolved "today" as the caller's day
             assert ServiceClient(service_paths(uri)).ping().get("pid") == service.pid
-            mine = ms.run(ms.search("retry policy today", top_k=10))
+            mine = ms.search("retry policy today", top_k=10)
             assert {h["window"]["since"] for h in mine} <= {caller_today.isoformat()}
             with pytest.raises(InvalidDateError):
-                ms.run(ms.search("retry policy", until="nope"))
+                ms.search("retry policy", until="nope")
         proc = memsearch(
             "search", "retry policy", "--until", str(day(2)), "-j", "-k", "10", "--milvus-uri", uri
         )

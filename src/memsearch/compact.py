@@ -17,6 +17,7 @@ call itself (``memsearch.llm``) and the prompt texts (``memsearch.prompts``):
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -351,7 +352,9 @@ async def compact_memory(
     when = day or dt.date.today()
     path = append_section(daily_file(base_dir or Path.cwd(), when), summary, when)
     try:
-        indexed = await memory.index_file(path)
+        indexed = memory.index_file(path)  # a Memory answers at once, a MemSearch with an awaitable
+        if inspect.isawaitable(indexed):
+            indexed = await indexed
     except MemSearchError as exc:
         exc.hint = f"The summary was saved to {path}; run `memsearch index` on it later. {exc.hint}".strip()
         raise

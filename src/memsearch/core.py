@@ -12,14 +12,13 @@ import datetime as dt
 import logging
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
-from memsearch.engine.interface import Memory, drive
-from memsearch.engine.ownership import HERE, LOOPLESS
-from memsearch.engine.ownership import at_owner as _at_owner
+from memsearch.engine.interface import drive
+from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.errors import CollectionNotFoundError, UnknownProviderError
 
 if TYPE_CHECKING:
@@ -33,13 +32,17 @@ if TYPE_CHECKING:
     from memsearch.watcher import FileWatcher, OnError, OnEvent
 
 logger = logging.getLogger("memsearch")
-T = TypeVar("T")
 
 
-class MemSearch(Memory):
+class MemSearch:
     """Semantic memory over markdown files: index them, search them, expand a hit.
 
-    The local implementation of :class:`memsearch.engine.interface.Memory`: this process opens the store.
+    The original library API: the operations that embed (``index``, ``index_with_report``,
+    ``index_file``, ``search``) are awaitable, the rest plain calls. Each public operation is a thin
+    face over its row of ``memsearch.engine.operations.OPERATIONS``: checked there once, then run where the
+    store's owner is (``memsearch.service.owner.perform``): here, by the ``_*_here`` method the row
+    names, or by the process that owns the store. :class:`memsearch.engine.interface.Memory` is the
+    synchronous face of the same operations.
 
     >>> ms = MemSearch(["./memory"])            # doctest: +SKIP
     >>> await ms.index()                         # doctest: +SKIP
@@ -68,8 +71,8 @@ class MemSearch(Memory):
         lock_timeout: float = 10.0,
         embedding_cache: bool = True,
         bm25_analyzer: str = "auto",
-        keep_model: bool = True,
         follow_links: bool = True,
+        model_lifecycle: ModelLifecycle | None = None,
     ) -> None:
         #: What the store's owner needs to build the same engine for this memory's requests.
         self._settings = {k: v for k, v in locals().items() if k not in _NOT_SETTINGS}
@@ -104,10 +107,8 @@ class MemSearch(Memory):
         self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
         self._use_cache = embedding_cache
-        #: False for a process that embeds once and then works on the store (one CLI search or
-        #: index): a local model is dropped as soon as the last text is embedded, so its memory
-        #: (~80 MB and its working buffers) is free before Milvus Lite's own peak (BM25, flush).
-        self._keep_model = keep_model
+        #: When the model is let go (``memsearch.engine.lifecycle``): kept, by default, for a program.
+        self._lifecycle = model_lifecycle or ModelLifecycle.KEEP
         self._max_chunk_size = max_chunk_size
         self._overlap_lines = overlap_lines
         self._embedder: EmbeddingProvider | None = None
@@ -123,27 +124,24 @@ class MemSearch(Memory):
 
     # -- the store's owner ----------------------------------------------------------------
 
-    def _remote(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The owner's answer to ``name(*args, **kwargs)``, or ``HERE`` (``service.owner.call``)."""
-        if not getattr(self, "_routed", False):  # an engine (or built without __init__)
-            return HERE
-        from memsearch.service import owner
-        from memsearch.service.client import ServiceMemory
+    async def _perform(self, name: str, args: dict[str, Any], *, driven: bool = False) -> Any:
+        """Operation ``name`` with a public method's ``args`` (its ``locals()``): checked once
+        against its row, then run at the store's owner or here (``service.owner.perform``)."""
+        from memsearch.engine.operations import OPERATIONS
+        from memsearch.service.owner import perform
 
-        def ask(client: ServiceClient) -> Any:
-            memory = ServiceMemory(client, self._settings, self._paths)
-            answer = getattr(memory, name)(*args, **kwargs)
-            return drive(answer) if name in _ASYNC_OPS else answer
+        args.pop("self", None)
+        op = OPERATIONS[name]
+        return await perform(self, op, op.bind(args), engine=engine, driven=driven)
 
-        return owner.call(self._uri, self, ask, spawn=self._spawn, engine=engine)
+    def _now(self, name: str, args: dict[str, Any]) -> Any:
+        """A face that is a plain call: the operation driven to its end (it never waits on a loop)."""
+        return drive(self._perform(name, args, driven=True))
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run one of this memory's coroutines from synchronous code (the CLI, the hooks): an
-        operation the store's owner answers needs no event loop (a routed CLI search never imports
-        asyncio); anything else gets one."""
-        if getattr(coro, "cr_code", None) in LOOPLESS:
-            return drive(coro)
-        return super().run(coro)
+    def _request_settings(self) -> dict[str, Any]:
+        """What a request carries for the owner to build this memory's engine: the settings, and
+        the paths made absolute in this process's working directory."""
+        return {**self._settings, "paths": [str(Path(p).expanduser().resolve()) for p in self._paths]}
 
     # -- construction from config ---------------------------------------------------------
 
@@ -307,7 +305,7 @@ class MemSearch(Memory):
             store=lambda: self.store,
             embedder=lambda: self.embedder,
             manifest_file=self._manifest_file(),
-            release_model=not self._keep_model,
+            lifecycle=self._lifecycle,
             lite_path=self._lite_path(),
             model=lambda: self._model,
         )
@@ -318,16 +316,21 @@ class MemSearch(Memory):
         """Index all configured paths; returns the number of chunks embedded in this run."""
         return (await self.index_with_report(force=force)).indexed_chunks
 
-    @_at_owner
     async def index_with_report(
         self, *, force: bool = False, progress: Progress | None = None
     ) -> IndexReport:
         """Index all configured paths; per-file failures are in the report, not raised."""
+        report: IndexReport = await self._perform("index_with_report", locals())
+        return report
+
+    async def _index_here(self, *, force: bool, progress: Progress | None) -> IndexReport:
         return await self._indexer(self._paths).index(force=force, progress=progress)
 
-    @_at_owner
     async def index_file(self, path: str | Path) -> int:
         """Index one file (no ignore rules apply); returns chunks embedded."""
+        return int(await self._perform("index_file", locals()))
+
+    async def _index_file_here(self, path: str | Path) -> int:
         return await self._indexer(self._paths).index_file(path)
 
     def watch(
@@ -411,17 +414,23 @@ class MemSearch(Memory):
         )
         return result.summary
 
-    @_at_owner
     def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
         """The stored rows of every chunk, or of those from the file or folder ``source`` (what
         ``compact`` summarises). Opens the store for writing, as indexing the summary will."""
+        rows: list[dict[str, Any]] = self._now("query_chunks", locals())
+        return rows
+
+    def _query_chunks_here(self, source: str | None) -> list[dict[str, Any]]:
         from memsearch.store import source_prefix_filter
 
         return self.store.query(filter_expr=source_prefix_filter(source) if source else "")
 
-    @_at_owner
     def remove_file(self, path: str | Path) -> dict[str, int]:
         """Delete one file's chunks (it may be gone: ``forget``), drop it from the manifest; per source."""
+        removed: dict[str, int] = self._now("remove_file", locals())
+        return removed
+
+    def _remove_file_here(self, path: str | Path) -> dict[str, int]:
         return self._indexer(self._paths).remove(path)
 
     def forget_manifest(self) -> None:
@@ -430,7 +439,6 @@ class MemSearch(Memory):
 
     # -- retrieval ------------------------------------------------------------------------
 
-    @_at_owner
     async def search(
         self,
         query: str,
@@ -458,19 +466,13 @@ class MemSearch(Memory):
         ``date`` (and a journal entry's ``time``); with a window, ``window`` and ``in_window``.
         ``today`` (default: the local date) is the day phrases are resolved against.
         """
+        hits: list[dict[str, Any]] = await self._perform("search", locals())
+        return hits
+
+    async def _search_here(self, query: str, **options: Any) -> list[dict[str, Any]]:
         from memsearch.engine.time_search import timed_search
 
-        return await timed_search(
-            self,
-            query,
-            top_k=top_k,
-            source_prefix=source_prefix,
-            since=since,
-            until=until,
-            time_phrases=time_phrases,
-            recency_half_life=recency_half_life,
-            today=today,
-        )
+        return await timed_search(self, query, **options)
 
     def _indexed_sources(self) -> set[str]:
         """Every file the store holds chunks of (the candidates of a window of days)."""
@@ -483,9 +485,12 @@ class MemSearch(Memory):
 
         return await hybrid(self, query, top_k=top_k, filter_expr=filter_expr)
 
-    @_at_owner
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
+        row: dict[str, Any] = self._now("get_chunk", locals())
+        return row
+
+    def _get_chunk_here(self, chunk_hash: str) -> dict[str, Any]:
         from memsearch.engine.expand import chunk_not_found, validate_chunk_hash
 
         row = self._read_store().get_by_hash(validate_chunk_hash(chunk_hash))
@@ -493,16 +498,21 @@ class MemSearch(Memory):
             raise chunk_not_found(chunk_hash)
         return row
 
-    @_at_owner
     def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
         """The full section (or ±N lines) around a chunk, read from its markdown file."""
+        expansion: Expansion = self._now("expand", locals())
+        return expansion
+
+    def _expand_here(self, chunk_hash: str, section: bool, context_lines: int | None) -> Expansion:
         from memsearch.engine.expand import expand_chunk
 
-        return expand_chunk(self.get_chunk(chunk_hash), section=section, context_lines=context_lines)
+        return expand_chunk(self._get_chunk_here(chunk_hash), section=section, context_lines=context_lines)
 
-    @_at_owner
     def count(self, *, missing_ok: bool = True) -> int:
         """Chunks in the collection; 0 for none (never indexed, or reset) unless not ``missing_ok``."""
+        return int(self._now("count", locals()))
+
+    def _count_here(self, missing_ok: bool) -> int:
         try:
             return self._read_store().count()
         except CollectionNotFoundError:
@@ -510,11 +520,13 @@ class MemSearch(Memory):
                 return 0
             raise
 
-    @_at_owner
     def reset(self) -> None:
         """Drop the collection and forget the manifest; the markdown files are untouched. Works on a
         damaged Milvus Lite collection too (StoreDamagedError's hint names this way out): the
         collection is then dropped without reading it."""
+        self._now("reset", locals())
+
+    def _reset_here(self) -> None:
         from memsearch.errors import StoreDamagedError
 
         try:
@@ -530,6 +542,11 @@ class MemSearch(Memory):
         self.forget_manifest()
 
     # -- lifecycle ------------------------------------------------------------------------
+
+    def release_model(self) -> None:
+        """Let a loaded local model go (the next embedding loads it again): ``ModelLifecycle``."""
+        if self._embedder is not None:
+            self._embedder.release_model()
 
     def close(self) -> None:
         """Close the store and the provider's connections (reopened on next use); hand an owned store on."""
@@ -560,15 +577,14 @@ class MemSearch(Memory):
         self.close()
 
 
-#: The operations whose ServiceMemory method is a coroutine.
-_ASYNC_OPS = frozenset({"search", "index_with_report", "index_file"})
 #: Constructor arguments that are not the engine's settings (where, and this process's own choice).
-_NOT_SETTINGS = frozenset({"self", "paths", "milvus_uri", "keep_model", "ignore_files", "exclude"})
+_NOT_SETTINGS = frozenset({"self", "paths", "milvus_uri", "model_lifecycle", "ignore_files", "exclude"})
 
 
 def engine(paths: Sequence[str | Path] | None = None, **kwargs: Any) -> MemSearch:
-    """A ``MemSearch`` working on the store here, never asking an owner: the memory service's engines."""
-    ms = MemSearch(paths, **kwargs)
+    """A ``MemSearch`` working on the store here, never asking an owner: the memory service's engines
+    (which keep their model warm between requests, and let it go when idle: ``ModelLifecycle.IDLE``)."""
+    ms = MemSearch(paths, **kwargs, model_lifecycle=ModelLifecycle.IDLE)
     ms._routed = False
     return ms
 

@@ -254,6 +254,13 @@ class MemoryFolderNotFoundError(MemSearchError, FileNotFoundError):
     """``recent`` found no memory folder to read (none given, none in this project)."""
 
 
+class InvalidArgumentError(MemSearchError, ValueError):
+    """A memory operation was called with an argument it does not take, of the wrong type, or out
+    of its range (``memsearch.engine.operations`` checks every call once, where it enters)."""
+
+    exit_code = 2
+
+
 class InvalidDateError(MemSearchError, ValueError):
     """A ``--since``/``--until`` value (or ``since``/``until`` argument) names no day."""
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memsearch.cli.options import common_options, resolve, store_flags
 from memsearch.cli.render import plural, shown
-from memsearch.service import MAX_TOP_K
+from memsearch.engine.operations import MAX_TOP_K
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.core import MemSearch
     from memsearch.engine.forget import Block
+    from memsearch.engine.interface import Memory
     from memsearch.redact import Redactor
 
 DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
@@ -109,8 +109,7 @@ def forget(
     index_redactor = redact.current(cfg)
     r = cfg.redact  # previews never show a secret, even with redaction turned off
     preview_redactor = redact.from_settings(True, r.notes, r.patterns, r.allow, env={})
-    with open_memory(cfg, start=True, keep_model=False) as opened:
-        memory = cast("MemSearch", opened)
+    with open_memory(cfg, start=True) as memory:
         recovered = forget_apply.recover(cfg)
         if recovered:
             click.echo(f"Completed {plural(recovered, 'interrupted forget')}.")
@@ -136,7 +135,7 @@ def forget(
 
 
 def _select(
-    memory: MemSearch,
+    memory: Memory,
     cfg: MemSearchConfig,
     chunk_hashes: Sequence[str],
     match: dict[str, str],
@@ -163,7 +162,7 @@ def _select(
         dirs = [str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])]
         found += blocks_for_entries(dirs, match, preview_redactor)
     if query:
-        for row in memory.run(memory.search(query, top_k=top_k)):
+        for row in memory.search(query, top_k=top_k):
             try:
                 found += of_row(row)
             except StaleChunkError as exc:  # one stale hit must not stop the others

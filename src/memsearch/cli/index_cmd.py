@@ -37,13 +37,9 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     if recover(cfg):  # a forget a killed process left: completed before anything is indexed
         click.echo("Completed an interrupted forget.", err=True)
     follow_links = not flags.get("no_follow_links")
-    with open_memory(
-        cfg, paths, keep_model=False, description=description or "", follow_links=follow_links
-    ) as memory:
+    with open_memory(cfg, paths, description=description or "", follow_links=follow_links) as memory:
         run = IndexRun.of("index", paths, cfg)
-        report = run.record(
-            lambda: memory.run(memory.index_with_report(force=force, progress=_progress_bar()))
-        )
+        report = run.record(lambda: memory.index_with_report(force=force, progress=_progress_bar()))
     for warning in report.warnings:
         click.echo(f"Warning: {shown(warning)}", err=True)
     click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")

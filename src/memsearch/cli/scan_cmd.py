@@ -67,6 +67,6 @@ def _reindex(cfg: Any, roots: list[str]) -> None:
     from memsearch.engine.memory import open_memory
 
     dirs = [r for r in roots if Path(r).exists()]
-    with open_memory(cfg, dirs, keep_model=False) as memory:
-        report = memory.run(memory.index_with_report())
+    with open_memory(cfg, dirs) as memory:
+        report = memory.index_with_report()
     click.echo(f"Reindexed: {plural(report.indexed_chunks, 'chunk')} embedded.")

@@ -8,7 +8,7 @@ import click
 
 from memsearch.cli.options import common_options, echo_json, resolve, store_flags
 from memsearch.cli.render import shown
-from memsearch.service import MAX_TOP_K  # the service refuses more (a huge top_k cost gigabytes)
+from memsearch.engine.operations import MAX_TOP_K  # the memory refuses more (a huge top_k cost gigabytes)
 
 if TYPE_CHECKING:
     from memsearch.engine.timeframe import Window
@@ -96,17 +96,15 @@ def search(
     cfg = resolve(flags)
     text, window = search_window(query, since, until, time_phrases=time_phrases)  # bad days: Error
     half_life = cfg.search.recency_half_life or None
-    with open_memory(cfg, start=True, keep_model=False) as memory:
-        results = memory.run(
-            memory.search(
-                query,
-                top_k=top_k,
-                source_prefix=source_prefix,
-                since=since,
-                until=until,
-                time_phrases=time_phrases,
-                recency_half_life=half_life,
-            )
+    with open_memory(cfg, start=True) as memory:
+        results = memory.search(
+            query,
+            top_k=top_k,
+            source_prefix=source_prefix,
+            since=since,
+            until=until,
+            time_phrases=time_phrases,
+            recency_half_life=half_life,
         )
     if window is not None:
         _say_window(text, window, results)

@@ -82,6 +82,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "prompt_hint_tokens": (50, 1_000_000),
     "recall_tokens": (200, 1_000_000),
     "MEMSEARCH_SERVICE_TIMEOUT": (0.01, 86_400),
+    "MEMSEARCH_MODEL_IDLE_SECONDS": (0.1, 31_536_000),
     "MEMSEARCH_SUMMARY_MAX_CHARS": (0, 100_000_000),
     "MEMSEARCH_OPENCODE_TAIL_QUIET_MS": (0, 3_600_000),
 }
@@ -103,6 +104,7 @@ ENV_VARIABLES: dict[str, EnvVariable] = {
     "MEMSEARCH_SERVICE_TIMEOUT": EnvVariable(float, "MEMSEARCH_SERVICE_TIMEOUT"),
     "MEMSEARCH_SERVICE_IDLE_TIMEOUT": EnvVariable(float, "idle_timeout"),
     "MEMSEARCH_SERVICE_MAX_ON_DEMAND": EnvVariable(int, "max_on_demand"),
+    "MEMSEARCH_MODEL_IDLE_SECONDS": EnvVariable(float, "MEMSEARCH_MODEL_IDLE_SECONDS"),
     "MEMSEARCH_ONNX_CACHE": EnvVariable(bool),
     "MEMSEARCH_DISABLE": EnvVariable(bool),
     "MEMSEARCH_NO_WATCH": EnvVariable(bool),

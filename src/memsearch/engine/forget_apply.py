@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING
 
 from memsearch.engine.forget import (
     Block,
@@ -52,7 +52,6 @@ from memsearch.engine.journal import is_journal
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.core import MemSearch
     from memsearch.engine.interface import Memory
     from memsearch.redact import Redactor
 
@@ -380,13 +379,12 @@ def _reindex(cfg: MemSearchConfig, edits: Sequence[FileEdit]) -> int:
     from memsearch.engine.memory import open_memory
 
     embedded = 0
-    with open_memory(cfg, keep_model=False) as opened:
-        memory = cast("MemSearch", opened)
+    with open_memory(cfg) as memory:
         for edit in edits:
             if not Path(edit.path).exists():
                 memory.remove_file(edit.path)
             elif _stored_contents(memory, Path(edit.path)):
-                embedded += memory.run(memory.index_file(edit.path))
+                embedded += memory.index_file(edit.path)
     return embedded
 
 

@@ -38,7 +38,7 @@ async def hybrid(ms: MemSearch, query: str, *, top_k: int, filter_expr: str = ""
         # BM25 leg, which needs no vector, on a worker thread while the model loads and embeds
         # the query; the model's work releases the GIL, so the two overlap on 2 cores. Once
         # both are loaded, the same overlap measured no faster (GIL hand-offs eat the gain).
-        release = not ms._keep_model
+        release = ms._lifecycle.drops_after_use
         await asyncio.to_thread(embedder.prepare)  # a first run's model files, before the store
         vectors, (store, leg_hits["sparse"]) = await asyncio.gather(
             _embed_query(embedder, query, release), asyncio.to_thread(lexical)
@@ -46,7 +46,7 @@ async def hybrid(ms: MemSearch, query: str, *, top_k: int, filter_expr: str = ""
         if ms._embedder is not embedder:  # the store settled another model (_settle_model)
             vectors = await _embed_query(ms.embedder, query, release)
     else:
-        vectors = await _embed_query(embedder, query, not ms._keep_model)
+        vectors = await _embed_query(embedder, query, ms._lifecycle.drops_after_use)
         store = ms._search_store()
     # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place).
     results: list[dict[str, Any]] = store.search(

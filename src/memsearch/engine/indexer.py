@@ -33,6 +33,7 @@ from memsearch.engine.index_pipeline import (
     retrieved,
 )
 from memsearch.engine.index_scan import FileWork, Scanned, diff, read_changed, scan_paths, under, unnamable
+from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.engine.manifest import Manifest
 from memsearch.errors import CollectionNotFoundError, IndexingError, NotARegularFileError
 from memsearch.index_report import IndexFailure, IndexReport, format_error
@@ -92,7 +93,7 @@ class Indexer:
         manifest_file: Path | None,
         lite_path: Path | None = None,
         model: Callable[[], str] | None = None,
-        release_model: bool = False,
+        lifecycle: ModelLifecycle = ModelLifecycle.KEEP,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -100,9 +101,9 @@ class Indexer:
         self._manifest_file = manifest_file
         self._lite_path = lite_path
         self._model = model
-        #: Drop a local model once the last batch is embedded, before the last upsert and the
-        #: flush (``MemSearch(keep_model=False)``: a process that indexes once).
-        self._release_model = release_model
+        #: ``ONE_SHOT`` (a process that indexes once): a local model is dropped once the last
+        #: batch is embedded, before the last upsert and the flush.
+        self._lifecycle = lifecycle
         self._redactor: Redactor | None = None
 
     def _model_settled(self) -> bool:
@@ -179,7 +180,7 @@ class Indexer:
         mark_new_chunks(store, work, force=force)
         embedded = 0
         try:
-            release = self._release_model and not ahead
+            release = self._lifecycle.drops_after_use and not ahead
             embedded = await embed_and_store(store, self._embedder, work, progress, release=release)
         finally:
             # Files whose new chunks are all in: drop their stale chunks and record them.
@@ -314,7 +315,7 @@ class Indexer:
     # -- internals -----------------------------------------------------------------------
 
     async def _embed_ahead(self, work: list[FileWork]) -> bool:
-        """For a run that indexes once (``release_model``) with at most :data:`UPSERT_BATCH` texts
+        """For a run that indexes once (``ModelLifecycle.ONE_SHOT``) with at most :data:`UPSERT_BATCH` texts
         the embedding cache lacks: embed them into the cache now, before the store opens, and drop
         the model; True if it did. Milvus Lite's memory (opening, BM25 tokenising, the flush) and
         the model's are then never held at once, which lowers the peak of ``memsearch index`` after
@@ -325,7 +326,7 @@ class Indexer:
         from memsearch.embeddings.cache import CachedEmbedder
 
         embedder = self._embedder()
-        if not self._release_model or not isinstance(embedder, CachedEmbedder):
+        if not self._lifecycle.drops_after_use or not isinstance(embedder, CachedEmbedder):
             return False
         missing = embedder.uncached([clean_content_for_embedding(c.content) for w in work for c in w.chunks])
         if len(missing) > UPSERT_BATCH:

@@ -1,16 +1,20 @@
-"""``open_memory``: the memory of a configured store for the CLI and the agent hooks.
+"""``open_memory``: the synchronous memory of a configured store for the CLI, the hooks, the MCP
+server, maintenance and ``forget``.
 
-Every caller gets a ``MemSearch``; where its operations run (this process, or the store's owner)
-is decided per operation by ``memsearch.service.owner``, the one seam shared with library users.
-What the CLI and the hooks add: a read command or a hook that finds nobody owning the store
-starts a background service (``memsearch.service.ondemand``) rather than owning it for the few
-hundred milliseconds it runs, so the next command finds the store, jieba and the model warm.
+Every caller gets a :class:`~memsearch.engine.interface.Memory` over a ``MemSearch``; where each operation
+runs (this process, or the store's owner) is decided per operation by ``memsearch.service.owner``,
+the one seam shared with library users. What the CLI and the hooks add: a read command or a hook
+that finds nobody owning the store starts a background service (``memsearch.service.ondemand``)
+rather than owning it for the few hundred milliseconds it runs, so the next command finds the
+store, jieba and the model warm.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from memsearch.engine.lifecycle import ModelLifecycle
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
@@ -24,23 +28,24 @@ def open_memory(
     paths: Sequence[str] = (),
     *,
     start: bool = False,
-    keep_model: bool = True,
+    lifecycle: ModelLifecycle = ModelLifecycle.ONE_SHOT,
     **extra: Any,
 ) -> Memory:
-    """The memory of ``cfg``'s store for ``paths``, as a ``MemSearch`` that goes through the store's
-    owner (``memsearch.service.owner``).
+    """The memory of ``cfg``'s store for ``paths``, going through the store's owner.
 
     With ``start`` (the CLI's read commands, the hooks), a store nobody owns gets a background
-    service started for it when ``service.autostart`` allows it. ``keep_model=False`` is for a
-    command that embeds once: a local model is dropped as soon as it is done with it. ``extra``
-    are further ``MemSearch`` arguments (e.g. ``description``).
+    service started for it when ``service.autostart`` allows it. ``lifecycle`` is how long a model
+    this process loads is kept: by default a command's (``ONE_SHOT``: it embeds once, then exits);
+    a long-lived caller (the MCP server) says ``KEEP``. ``extra`` are further ``MemSearch``
+    arguments (e.g. ``description``).
     """
     from memsearch.config.schema import config_kwargs
     from memsearch.core import MemSearch
+    from memsearch.engine.interface import Memory
 
-    memory = MemSearch(paths, **{**config_kwargs(cfg), **extra}, keep_model=keep_model)
+    memsearch = MemSearch(paths, **{**config_kwargs(cfg), **extra}, model_lifecycle=lifecycle)
     if start:
         from memsearch.service import ondemand
 
-        memory._spawn = lambda: ondemand.start_for(cfg)
-    return memory
+        memsearch._spawn = lambda: ondemand.start_for(cfg)
+    return Memory(memsearch)

@@ -127,16 +127,9 @@ async def timed_search(
     """``MemSearch.search`` with its time arguments (documented there): the window from
     ``since``/``until`` or the query's time phrase, then the hybrid search, dated hits and
     recency weights."""
-    from memsearch.errors import ConfigValueError
     from memsearch.store import source_prefix_filter
 
-    if top_k < 1:
-        raise ConfigValueError(f"top_k must be at least 1 (got {top_k})")
-    if recency_half_life is not None and not 0 <= recency_half_life <= 36_500:
-        raise ConfigValueError(
-            f"recency_half_life must be between 0 and 36500 days (got {recency_half_life})",
-            hint="give a half-life in days, or 0 for no recency weighting",
-        )
+    # top_k and recency_half_life were checked where the call entered (memsearch.engine.operations).
     day = parse_day(today) if today is not None else local_today()
     text, window = search_window(query, since, until, time_phrases=time_phrases, today=day)
     base = ""

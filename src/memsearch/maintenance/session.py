@@ -45,7 +45,7 @@ def index_files(ctx: HookContext, files: Sequence[Path], log: Callable[[str], No
     try:
         description = ctx.description()
         with open_memory(ctx.config, paths, description=description) as memory:
-            memory.run(memory.index_with_report())
+            memory.index_with_report()
     except Exception as exc:
         detail = exc.one_line() if isinstance(exc, MemSearchError) else f"{type(exc).__name__}: {exc}"
         say(f"{', '.join(f.name for f in files)} written but not indexed: {detail}")

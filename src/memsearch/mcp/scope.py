@@ -71,11 +71,13 @@ class McpScope:
         No background service is started for it (unlike a CLI search): the server lives as long as
         its session, so when nobody owns the store it owns it itself, serving the CLI and the hooks
         meanwhile, and hands it on when stdin closes; nothing of its making outlives the session."""
+        from memsearch.engine.lifecycle import ModelLifecycle
         from memsearch.engine.memory import open_memory
 
         return open_memory(
             self.config,
             [str(self.memory_dir)],
+            lifecycle=ModelLifecycle.KEEP,  # it lives as long as its session, searching often
             description=self.description(),
             follow_links=False,
         )

@@ -70,7 +70,7 @@ class MemoryTools:
                 if not self._indexed:
                     self._indexed = True
                     if self.scope.memory_dir.is_dir():
-                        self.memory.run(self.memory.index())
+                        self.memory.index()
                 return fn()
 
         try:
@@ -111,15 +111,13 @@ class MemoryTools:
         memory = self.memory
         half_life = self.scope.config.search.recency_half_life or None
         hits = await self._call(
-            lambda: memory.run(
-                memory.search(
-                    query,
-                    top_k=top_k,
-                    source_prefix=prefix,
-                    since=since,
-                    until=until,
-                    recency_half_life=half_life,
-                )
+            lambda: memory.search(
+                query,
+                top_k=top_k,
+                source_prefix=prefix,
+                since=since,
+                until=until,
+                recency_half_life=half_life,
             )
         )
         if not hits:
@@ -232,7 +230,7 @@ class MemoryTools:
             result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets))
             if not result.written:  # nothing left once the private spans were taken out
                 return None
-            return result.path, memory.run(memory.index_file(result.path))
+            return result.path, memory.index_file(result.path)
 
         try:
             written = await self._call(write)

@@ -144,7 +144,7 @@ def get_session(path: Path) -> ort.InferenceSession:
 def release(*paths: Path) -> None:
     """Forget the sessions and tokenizers loaded from ``paths``: their memory goes back to the
     system once no caller holds them, and the next request loads them again. For a process that
-    is done with a model while it still has other work (see ``MemSearch(keep_model=False)``)."""
+    is done with a model while it still has other work (``ModelLifecycle.ONE_SHOT``)."""
     keys = {str(path.resolve()) for path in paths}
     with _LOCK:
         for key in keys & _SESSIONS.keys():

@@ -12,9 +12,9 @@ The package, along the lines of its parts:
 
 - :mod:`~memsearch.service.paths`: where a store's service lives (run files, their safety checks);
 - :mod:`~memsearch.service.protocol`: one JSON object per line, its limits and its errors;
-- :mod:`~memsearch.service.client`: :func:`connect` and :class:`ServiceMemory`, the ``Memory`` the
-  service answers; standard library only, so a routed ``memsearch search`` never loads pymilvus,
-  onnxruntime or asyncio;
+- :mod:`~memsearch.service.client`: :func:`connect` and :class:`ServiceClient`, which sends an
+  operation of ``memsearch.engine.operations`` to the service; standard library only, so a routed
+  ``memsearch search`` never loads pymilvus, onnxruntime or asyncio;
 - :mod:`~memsearch.service.ondemand`: starting a store's service for a command, at most
   ``service.max_on_demand`` of them, never for a read that cannot succeed;
 - :mod:`~memsearch.service.manage`: every service of this user, seen and stopped over its socket
@@ -47,7 +47,6 @@ from memsearch.service.client import (
     NO_SERVICE_ENV,
     TIMEOUT_ENV,
     ServiceClient,
-    ServiceMemory,
     client_timeout,
     connect,
 )
@@ -86,7 +85,6 @@ __all__ = [
     "RequestTooLarge",
     "ServiceClient",
     "ServiceError",
-    "ServiceMemory",
     "ServicePaths",
     "ServiceRunningError",
     "ServiceTimeoutError",

@@ -1,5 +1,5 @@
-"""The memory service's client: find a store's service, send it requests, and :class:`ServiceMemory`,
-the ``Memory`` it answers.
+"""The memory service's client: find a store's service and send it requests (what each operation
+sends and gets back is its row of ``memsearch.engine.operations``).
 
 Standard library only (a test checks it in a fresh process), so a routed ``memsearch search`` never
 loads pymilvus or onnxruntime, nor asyncio. A client gives up on a silent service after
@@ -10,19 +10,18 @@ us before it sends anything.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import re
 import socket
 import stat
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from memsearch.callerenv import snapshot
-from memsearch.engine.interface import Memory, drive
+from memsearch.engine.operations import OPERATIONS
 from memsearch.errors import (
     ServiceError,
     ServiceGoneError,
@@ -31,11 +30,11 @@ from memsearch.errors import (
     ServiceTimeoutError,
     ServiceUnavailableError,
 )
+from memsearch.files import lock_is_held
 from memsearch.service.paths import (
     ServicePaths,
     clean_stale,
     file_kind,
-    lock_is_held,
     read_info,
     run_dirs_problem,
     service_paths,
@@ -49,12 +48,6 @@ from memsearch.service.protocol import (
     peer_credentials,
 )
 
-if TYPE_CHECKING:
-    from memsearch.engine.expand import Expansion
-    from memsearch.engine.indexer import IndexReport, Progress
-
-T = TypeVar("T")
-
 #: Set to 1 to make every command open the store directly, even when a service is running.
 NO_SERVICE_ENV = "MEMSEARCH_NO_SERVICE"
 #: Seconds a client waits for the first (and each next) byte from the service before giving up.
@@ -65,7 +58,7 @@ DEFAULT_CLIENT_TIMEOUT = 5.0
 #: loads its model meanwhile), then gives up. Writes wait as long as heartbeats come (each step
 #: of an index run has its own deadline: embedding.timeout, milvus.lock_timeout).
 READ_PATIENCE = 6
-READS = frozenset({"search", "expand", "count", "query"})
+READS = frozenset(op.op for op in OPERATIONS.values() if op.read)
 #: A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
 _MAX_SOCKET_PATH = 100
 CONNECT_TIMEOUT = 2.0
@@ -403,119 +396,3 @@ def describe_fast_path(uri: str) -> str:
     client = connect(uri)
     line = fast_path_line() if client is None else str(client.ping().get("lite_fast_path") or "")
     return "" if re.fullmatch(r"Lite fast path: on \([^()]*\)", line) else line
-
-
-def _time_args(
-    query: str,
-    since: str | dt.date | None,
-    until: str | dt.date | None,
-    time_phrases: bool,
-    recency_half_life: float | None,
-    today: str | dt.date | None,
-) -> dict[str, Any]:
-    """A search's time arguments as the service takes them. The days are the caller's: relative
-    forms and phrases resolve against its local date (its ``TZ``), and a date or datetime crosses
-    the socket as an ISO day. Only what changes the answer is sent, so a plain search is the same
-    request as before these arguments existed (a service of an older install still answers it)."""
-    from memsearch.engine.timeframe import local_today, parse_day, resolve_query
-
-    args: dict[str, Any] = {}
-    day = parse_day(today) if today is not None else local_today()
-    if since is not None or until is not None:
-        if since is not None:
-            args["since"] = parse_day(since, day).isoformat()
-        if until is not None:
-            args["until"] = parse_day(until, day, end=True).isoformat()
-        args["today"] = day.isoformat()
-    elif resolve_query(query, day)[1] is not None:  # the query holds a phrase
-        args["time_phrases"] = time_phrases
-        args["today"] = day.isoformat()
-    if recency_half_life:
-        args["recency_half_life"] = recency_half_life
-        args["today"] = day.isoformat()
-    return args
-
-
-class ServiceMemory(Memory):
-    """The :class:`~memsearch.engine.interface.Memory` the store's memory service answers.
-
-    Each call is one request (its own connection, so there is nothing to close). Paths are made
-    absolute here, in the caller's working directory, before they are sent. The coroutines never
-    wait on anything (the request blocks, as a synchronous caller wants), so :meth:`run` drives them
-    without an event loop.
-    """
-
-    def __init__(self, client: ServiceClient, settings: dict[str, Any], paths: Sequence[str] = ()) -> None:
-        self._client = client
-        self._settings = settings
-        self._paths = [str(Path(p).expanduser().resolve()) for p in paths]
-
-    def _call(self, op: str, **args: Any) -> Any:
-        return self._client.request(op, {**self._settings, "paths": self._paths}, args)
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run one of this memory's coroutines: one step, as none of them ever suspends."""
-        return drive(coro)
-
-    async def search(
-        self,
-        query: str,
-        *,
-        top_k: int = 10,
-        source_prefix: str | None = None,
-        since: str | dt.date | None = None,
-        until: str | dt.date | None = None,
-        time_phrases: bool = True,
-        recency_half_life: float | None = None,
-        today: str | dt.date | None = None,
-    ) -> list[dict[str, Any]]:
-        prefix = str(Path(source_prefix).expanduser().resolve()) if source_prefix else None
-        args: dict[str, Any] = {"query": query, "top_k": top_k, "source_prefix": prefix}
-        args.update(_time_args(query, since, until, time_phrases, recency_half_life, today))
-        result: list[dict[str, Any]] = self._call("search", **args)
-        return result
-
-    async def index_with_report(
-        self, *, force: bool = False, progress: Progress | None = None
-    ) -> IndexReport:
-        from memsearch.engine.indexer import IndexReport
-
-        return IndexReport.from_dict(self._call("index", force=force))
-
-    async def index_file(self, path: str | Path) -> int:
-        return int(self._call("index_file", path=str(Path(path).expanduser().resolve())))
-
-    def remove_file(self, path: str | Path) -> dict[str, int]:
-        removed = self._call("remove_file", path=str(Path(path).expanduser().resolve()))
-        return {str(k): int(v) for k, v in dict(removed).items()}
-
-    def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
-        from memsearch.store import source_prefix_filter
-
-        rows: list[dict[str, Any]] = self._call(
-            "query", filter_expr=source_prefix_filter(source) if source else ""
-        )
-        return rows
-
-    def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
-        """The stored row of one chunk (``MemSearch.get_chunk``); ChunkNotFoundError when none."""
-        from memsearch.engine.expand import chunk_not_found, validate_chunk_hash
-
-        rows = self._call("query", filter_expr=f'chunk_hash == "{validate_chunk_hash(chunk_hash)}"')
-        if not rows:
-            raise chunk_not_found(chunk_hash)
-        row: dict[str, Any] = rows[0]
-        return row
-
-    def expand(self, chunk_hash: str, *, section: bool = True, context_lines: int | None = None) -> Expansion:
-        from memsearch.engine.expand import Anchor, Expansion
-
-        data = dict(self._call("expand", chunk_hash=chunk_hash, section=section, context_lines=context_lines))
-        anchor = data.pop("anchor", None)
-        return Expansion(**data, anchor=Anchor(**anchor) if anchor else None)
-
-    def count(self, *, missing_ok: bool = True) -> int:
-        return int(self._call("count", missing_ok=missing_ok))
-
-    def reset(self) -> None:
-        self._call("reset")

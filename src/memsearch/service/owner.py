@@ -15,7 +15,7 @@ next request of any client finds no owner and one of them takes over; a request 
 every operation is idempotent: chunk IDs are content hashes, so indexing twice stores each chunk
 once, and dropping a dropped collection is a no-op.
 
-This module is the one seam: :func:`call` runs one operation at the owner, or says "here".
+This module is the one seam: :func:`perform` runs one operation at the owner, or here.
 Standard library only until this process claims a store (the server is imported then).
 """
 
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
-from memsearch.engine.ownership import HERE
 from memsearch.errors import (
     MemSearchError,
     PrivatePathError,
@@ -42,9 +42,9 @@ from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe
 from memsearch.service.paths import service_paths, store_key
 
 if TYPE_CHECKING:
+    from memsearch.engine.operations import Operation
     from memsearch.service.server import Engine, MemoryService
 
-T = TypeVar("T")
 
 #: Seconds a caller waits through a handover (one owner stopping, the next starting) before it
 #: gives up with one clear error.
@@ -191,27 +191,63 @@ def _handover_failed(uri: str) -> ServiceUnavailableError:
     )
 
 
-def call(
-    uri: str,
-    holder: object,
-    remote: Callable[[ServiceClient], T],
-    *,
-    engine: Engine,
-    spawn: Callable[[], ServiceClient | None] | None = None,
-) -> T:
-    """``remote(client)`` at the owner of ``uri``'s store, or :data:`HERE` when the operation is to
-    run in this process. An owner that goes away before answering is replaced (this process may
-    become the owner, and the answer is then :data:`HERE`), and the operation is sent again."""
-    deadline = time.monotonic() + HANDOVER_TIMEOUT
-    while True:
-        client = owner(uri, holder, engine=engine, spawn=spawn)
-        if client is None:
-            result: T = HERE
-            return result
-        try:
-            return remote(client)
-        except ServiceGoneError:
-            if time.monotonic() > deadline:
-                raise
-            spawn = None  # take the store over here rather than start yet another service
-            time.sleep(0.02)
+async def perform(
+    holder: Holder, op: Operation, args: dict[str, Any], *, engine: Engine, driven: bool = False
+) -> Any:
+    """``op`` with its checked ``args``, run where ``holder``'s store is owned: one request to the
+    owning process, or ``holder``'s own ``op.here`` method when this process owns it (claimed now if
+    nobody did) or ``holder`` is an owner's engine. An owner that goes away before answering is
+    replaced (this process may become the owner, and then it runs here), and the request is sent
+    again: the one "do it here" of every face of a memory (``Memory``, ``MemSearch``, the service).
+
+    ``driven``: a synchronous caller drives this coroutine without an event loop
+    (``interface.drive``), so it must never suspend: work here that embeds runs on a loop of its
+    own. Otherwise (``MemSearch``'s awaitable face) that work is awaited on the caller's loop.
+    ``engine`` builds the engines of a store this process comes to own (see :func:`owner`).
+    """
+    if getattr(holder, "_routed", False):  # (an engine, or one built without __init__: here)
+        spawn = holder._spawn
+        deadline = time.monotonic() + HANDOVER_TIMEOUT
+        while (client := owner(holder._uri, holder, engine=engine, spawn=spawn)) is not None:
+            try:
+                return op.ask(client, holder._request_settings(), args)
+            except ServiceGoneError:
+                if time.monotonic() > deadline:
+                    raise
+                spawn = None  # take the store over here rather than start yet another service
+                time.sleep(0.02)
+    work = getattr(holder, op.here)(**args)
+    if not op.embeds:
+        return work
+    if not driven:
+        return await work
+    return _run_alone(work)
+
+
+def _run_alone(work: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``work`` to its end on a loop of its own: this thread's, or, when this thread already
+    runs one (a synchronous ``Memory`` call from inside async code), a helper thread's."""
+    import asyncio
+
+    if not loop_running():
+        return asyncio.run(work)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="memsearch-memory") as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def loop_running() -> bool:
+    """Whether this thread runs an event loop (asyncio is not imported for the question)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and asyncio._get_running_loop() is not None
+
+
+class Holder(Protocol):
+    """What :func:`perform` needs of a memory (``memsearch.core.MemSearch``)."""
+
+    _uri: str
+    _routed: bool
+    _spawn: Callable[[], ServiceClient | None] | None
+
+    def _request_settings(self) -> dict[str, Any]: ...

@@ -6,8 +6,8 @@ A request is ``{"op": ..., "settings": {...}, "args": {...}}``; the reply is ``{
 from a stopped one). Several requests may be sent on one connection; each gets its reply, in order.
 Errors cross by class name (every class lives in ``memsearch.errors``), so exit codes and messages
 are the same as when the command runs directly. Whatever a peer sends is outside data: it is
-decoded defensively (:func:`decode_message`) and checked against :data:`ARGS` and the limits before
-the store is touched. Standard library only (the client uses it).
+decoded defensively (:func:`decode_message`) and checked against the operations' table
+(``memsearch.engine.operations``) before the store is touched. Standard library only (the client uses it).
 """
 
 from __future__ import annotations
@@ -21,17 +21,14 @@ from typing import Any
 
 from memsearch import errors
 from memsearch.callerenv import checked
-from memsearch.errors import MemSearchError, ServiceError, ServiceRequestError
+from memsearch.engine.operations import BY_WIRE, MAX_CONTEXT_LINES, MAX_QUERY_CHARS, MAX_TOP_K
+from memsearch.errors import InvalidArgumentError, MemSearchError, ServiceError, ServiceRequestError
+
+__all__ = ["MAX_CONTEXT_LINES", "MAX_QUERY_CHARS", "MAX_REQUEST_BYTES", "MAX_TOP_K", "parse_request"]
 
 # Limits: whatever a client sends, one request costs the service bounded memory and time.
 #: A request line longer than this is refused before more of it is read (a search is ~1 KB).
 MAX_REQUEST_BYTES = 1 << 20
-#: The most results one search may ask for (the CLI's ``--top-k`` has the same bound).
-MAX_TOP_K = 1000
-#: The longest search query, in characters (a prompt the hooks search with is far shorter).
-MAX_QUERY_CHARS = 100_000
-#: The most context lines ``expand`` may ask for.
-MAX_CONTEXT_LINES = 100_000
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
@@ -155,42 +152,19 @@ def too_large() -> ServiceRequestError:
     )
 
 
-#: op -> {argument: (types, required)}: what each operation accepts. Anything else is refused
-#: before the store is touched.
-ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
+#: The service's own requests, beside the memory's operations (``memsearch.engine.operations``, by their
+#: request name): op -> {argument: its types}. ``stop`` stops as if idle (``memsearch service stop``,
+#: the cap on services started on demand); a program's own service refuses.
+SERVICE_ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "ping": {},
-    "count": {"missing_ok": ((bool,), False)},
-    "reset": {},
-    "search": {
-        "query": ((str,), True),
-        "top_k": ((int,), True),
-        "source_prefix": ((str, type(None)), False),
-        # days as ISO dates, resolved in the caller's time zone (``ServiceMemory.search``)
-        "since": ((str, type(None)), False),
-        "until": ((str, type(None)), False),
-        "today": ((str, type(None)), False),
-        "time_phrases": ((bool,), False),
-        "recency_half_life": ((int, float, type(None)), False),
-    },
-    "expand": {
-        "chunk_hash": ((str,), True),
-        "section": ((bool,), False),
-        "context_lines": ((int, type(None)), False),
-    },
-    "index": {"force": ((bool,), False)},
-    "index_file": {"path": ((str,), True)},
-    "remove_file": {"path": ((str,), True)},
-    "query": {"filter_expr": ((str,), False)},
-    "watch": {"debounce_ms": ((int, type(None)), False)},
-    # Stop as if idle (``memsearch service stop``, the cap on services started on demand); a
-    # program's own service refuses.
     "stop": {},
+    "watch": {"debounce_ms": (int, type(None))},
 }
 
 
 def parse_request(line: bytes) -> dict[str, Any]:
-    """A request line as ``{"op", "settings", "args", "env"}``, checked against :data:`ARGS` and the
-    limits; ServiceRequestError says what is wrong (and the connection stays usable). ``env`` is
+    """A request line as ``{"op", "settings", "args", "env"}``, checked against the operations'
+    table; ServiceRequestError says what is wrong (and the connection stays usable). ``env`` is
     the caller's credential variables (``memsearch.callerenv``; none when it sent none)."""
 
     def bad(why: str) -> ServiceRequestError:
@@ -210,7 +184,7 @@ def parse_request(line: bytes) -> dict[str, Any]:
     if not isinstance(request, dict):
         raise bad(f"a JSON {type(request).__name__}, not an object")
     op = request.get("op")
-    if not isinstance(op, str) or op not in ARGS:
+    if not isinstance(op, str) or (op not in BY_WIRE and op not in SERVICE_ARGS):
         raise bad(f"unknown operation {op!r}")
     settings = request.get("settings") or {}
     args = request.get("args") or {}
@@ -222,28 +196,21 @@ def parse_request(line: bytes) -> dict[str, Any]:
     paths = settings.get("paths", [])
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise bad("'settings.paths' must be a list of strings")
-    for name, value in args.items():
-        spec = ARGS[op].get(name)
-        if spec is None:
-            raise bad(f"unknown argument {name!r} for {op!r}")
-        if not isinstance(value, spec[0]) or (isinstance(value, bool) and bool not in spec[0]):
-            raise bad(f"argument {name!r} of {op!r} has the wrong type")
-    for name, (_types, required) in ARGS[op].items():
-        if required and name not in args:
-            raise bad(f"{op!r} needs the argument {name!r}")
-    if op == "search":
-        if not 1 <= args["top_k"] <= MAX_TOP_K:
-            raise ServiceRequestError(
-                f"top_k must be between 1 and {MAX_TOP_K} (got {args['top_k']})",
-                hint=f"ask for at most {MAX_TOP_K} results",
-            )
-        if len(args["query"]) > MAX_QUERY_CHARS:
-            raise ServiceRequestError(
-                f"the query is {len(args['query']):,} characters; the memory service accepts at "
-                f"most {MAX_QUERY_CHARS:,}",
-                hint="search with a shorter query",
-            )
-    context_lines = args.get("context_lines")
-    if context_lines is not None and not 0 <= context_lines <= MAX_CONTEXT_LINES:
-        raise bad(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}")
+    try:
+        if op in BY_WIRE:
+            BY_WIRE[op].check_request(args)
+        else:
+            for name, value in args.items():
+                types = SERVICE_ARGS[op].get(name)
+                if types is None or not isinstance(value, types) or isinstance(value, bool):
+                    raise InvalidArgumentError(
+                        f"argument {name!r} of {op!r} is unknown or has the wrong type"
+                    )
+    except InvalidArgumentError as exc:
+        raise bad(exc.message) from None
+    if op in BY_WIRE:
+        try:  # the same checks as the call's own (``Operation.bind``), as the service's refusal
+            BY_WIRE[op].check_values(args)
+        except InvalidArgumentError as exc:
+            raise ServiceRequestError(exc.message, exc.hint) from None
     return {"op": op, "settings": settings, "args": args, "env": env}

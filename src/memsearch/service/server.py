@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from memsearch.core import MemSearch
+    from memsearch.engine.lifecycle import IdleRelease
     from memsearch.index_report import IndexReport
 
 logger = logging.getLogger("memsearch.service")
@@ -133,6 +134,7 @@ class MemoryService:
         self._index_lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        self._model_idle: IdleRelease | None = None
         self._lock_fd: int | None = None
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
@@ -196,6 +198,10 @@ class MemoryService:
             target=loop.run_forever, name="memsearch-service-engine", daemon=True
         )
         self._loop_thread.start()
+        from memsearch.engine.lifecycle import IdleRelease
+
+        # Engines keep their model warm between requests and let it go once unused (ModelLifecycle.IDLE).
+        self._model_idle = IdleRelease(self._activity.idle_seconds, self._release_models).start()
 
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket is for this user only
@@ -349,6 +355,8 @@ class MemoryService:
             return
         self._stopped.set()
         self._wake.set()
+        if self._model_idle is not None:
+            self._model_idle.stop()
         # Stop accepting first, and remove the socket: a watch that loses this service must not
         # reconnect to it (it would be waited for below); it takes over once our lock is free.
         if self._listener is not None:
@@ -385,6 +393,16 @@ class MemoryService:
             self._lock_fd = None
 
     # -- requests -------------------------------------------------------------------------
+
+    def _release_models(self) -> None:
+        with self._instances_lock:
+            engines = list(self._instances.values())
+        for ms in engines:
+            ms.release_model()
+        logger.info(
+            "no request for %g s: released the embedding model",
+            self._model_idle.limit if self._model_idle else 0,
+        )
 
     def instance(self, settings: dict[str, Any], env: dict[str, str]) -> MemSearch:
         """The MemSearch for these settings and this caller's credential variables (created once,
@@ -564,7 +582,7 @@ class MemoryService:
         if self._index_lock is None:
             self._index_lock = asyncio.Lock()
         async with self._index_lock:  # one indexing run at a time; searches go on meanwhile
-            return await ms.index_with_report(force=force)
+            return await ms._index_here(force=force, progress=None)
 
 
 async def _close(ms: MemSearch) -> None:

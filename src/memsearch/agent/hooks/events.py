@@ -266,7 +266,6 @@ def open_project_memory(ctx: HookContext) -> Memory:
         ctx.config,
         [str(ctx.memory_dir)],
         start=True,
-        keep_model=False,
         description=ctx.description(),
         follow_links=False,
     )
@@ -288,7 +287,7 @@ def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, An
     user's prompt, not words chosen for a search: a "today" in "let's finish this today" is no
     window, so time phrases are not read (the recall skill's own searches read them)."""
     with open_project_memory(ctx) as memory:
-        return memory.run(memory.search(query, top_k=top_k, time_phrases=False))
+        return memory.search(query, top_k=top_k, time_phrases=False)
 
 
 def store_flags(ctx: HookContext) -> str:
@@ -412,7 +411,7 @@ def _index_report(ctx: HookContext) -> IndexReport:
     """Index the memory folder at the store's owner (an owner that goes away mid-request is
     replaced by the seam, ``memsearch.service.owner``)."""
     with open_project_memory(ctx) as memory:
-        return memory.run(memory.index_with_report())
+        return memory.index_with_report()
 
 
 def finish_capture(ctx: HookContext, capture: Capture) -> journal.AppendResult:
