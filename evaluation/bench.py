@@ -601,7 +601,8 @@ def serving(b: Bench, store: Path, home: str) -> Iterator[None]:
         [*t.cli, "serve", *t.flags(store)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     ping = (
-        "from memsearch.service import ServiceClient, service_paths\n"
+        "from memsearch.service.client import ServiceClient\n"
+        "from memsearch.service.paths import service_paths\n"
         f"print(ServiceClient(service_paths({str(store)!r})).ping().get('ready'))\n"
     )
     try:

@@ -39,7 +39,7 @@ def proc_stats(pid: int) -> tuple[float, int, int]:
 
 
 def wait_for_service(uri: str, deadline: float) -> None:
-    from memsearch.service import connect
+    from memsearch.service.client import connect
 
     while time.monotonic() < deadline:
         client = connect(uri)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memsearch import errors
-from memsearch.service import decode_message, error_from_payload, error_payload
+from memsearch.service.protocol import decode_message, error_from_payload, error_payload
 
 SRC = Path(errors.__file__).resolve().parent
 CLASSES = sorted(

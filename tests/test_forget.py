@@ -358,7 +358,8 @@ def test_an_append_racing_the_rewrite_loses_nothing(world: World) -> None:
 
 
 def test_forget_goes_through_a_memory_service_owning_the_store(world: World) -> None:
-    from memsearch.service import ServiceClient, service_paths
+    from memsearch.service.client import ServiceClient
+    from memsearch.service.paths import service_paths
 
     service = subprocess.Popen(
         [sys.executable, "-m", "memsearch", "serve", "--milvus-uri", world.uri],

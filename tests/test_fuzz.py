@@ -50,7 +50,7 @@ from memsearch.config.envvars import env_setting
 from memsearch.config.schema import ENV_VARIABLES, RANGES
 from memsearch.config.tables import leaves
 from memsearch.errors import MemSearchError
-from memsearch.service import decode_message, error_from_payload
+from memsearch.service.protocol import decode_message, error_from_payload
 from memsearch.transcript import format_turns, read_transcript, turns_to_json
 
 _COMMON = settings(

@@ -34,7 +34,8 @@ import hookkit
 from hookkit import CLAUDE_SESSION, CLAUDE_SESSION_ID, HookEnv, load_stdin
 
 from memsearch.agent.hooks.events import SYNC_ENV
-from memsearch.service import ServiceClient, service_paths
+from memsearch.service.client import ServiceClient
+from memsearch.service.paths import service_paths
 
 pytestmark = pytest.mark.model
 

@@ -24,7 +24,8 @@ import pytest
 
 from cli_process import memsearch
 from fake_llm_server import FakeLLMServer
-from memsearch.service import ServiceClient, service_paths
+from memsearch.service.client import ServiceClient
+from memsearch.service.paths import service_paths
 from other_user import OTHER_UID, as_other_user
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
@@ -592,7 +593,7 @@ def test_a_stopped_service_fails_routed_commands_within_the_deadline(
 
 
 def test_idle_connections_are_capped_and_closed(short_home: Path, uri: str, service) -> None:
-    from memsearch.service import IDLE_TIMEOUT, MAX_CONNECTIONS
+    from memsearch.service.server import IDLE_TIMEOUT, MAX_CONNECTIONS
 
     paths = service_paths(uri)
     threads_before = proc_status(service.pid, "Threads")
@@ -624,7 +625,7 @@ def test_idle_connections_are_capped_and_closed(short_home: Path, uri: str, serv
 def test_garbage_gets_a_protocol_error_and_pipelined_requests_get_both_answers(
     short_home: Path, uri: str, service
 ) -> None:
-    from memsearch.service import IDLE_TIMEOUT
+    from memsearch.service.server import IDLE_TIMEOUT
 
     sock_path = service_paths(uri).socket
     garbage = {

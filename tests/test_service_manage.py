@@ -21,7 +21,8 @@ import pytest
 
 from cli_process import memsearch
 from memsearch.files import lock_is_held
-from memsearch.service import ServiceClient, read_info, service_paths
+from memsearch.service.client import ServiceClient
+from memsearch.service.paths import read_info, service_paths
 
 pytestmark = pytest.mark.model
 

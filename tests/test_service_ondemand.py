@@ -24,7 +24,8 @@ import pytest
 
 from cli_process import memsearch
 from memsearch.errors import CollectionNotFoundError, MemSearchError
-from memsearch.service import ServiceClient, read_info, service_paths
+from memsearch.service.client import ServiceClient
+from memsearch.service.paths import read_info, service_paths
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
 

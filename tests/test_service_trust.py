@@ -25,7 +25,7 @@ import pytest
 
 from cli_process import memsearch
 from fake_servers import FakeEmbeddingServer, JsonHandler, fake_api, serving
-from memsearch.service import service_paths
+from memsearch.service.paths import service_paths
 from test_service import start_service
 
 __all__ = ["fake_api"]  # the fixture, used by name

@@ -18,7 +18,8 @@ from cli_process import memsearch
 from memsearch import MemSearch
 from memsearch.engine.interface import Memory
 from memsearch.errors import InvalidDateError
-from memsearch.service import ServiceClient, service_paths
+from memsearch.service.client import ServiceClient
+from memsearch.service.paths import service_paths
 from test_service import start_service
 
 pytestmark = pytest.mark.model

@@ -24,7 +24,7 @@ from cli_process import memsearch
 from fake_servers import FakeEmbeddingServer, fake_api  # noqa: F401
 from memsearch.config import resolve_config
 from memsearch.errors import ConfigValueError
-from memsearch.service import read_info, service_paths
+from memsearch.service.paths import read_info, service_paths
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memory"
 

@@ -42,8 +42,8 @@ def serve(idle_timeout: float | None, on_demand: bool, **flags: Any) -> None:
     service.autostart); that one exits after service.idle_timeout seconds idle.
     """
     from memsearch.core import engine, engine_settings
-    from memsearch.service import MemoryService
     from memsearch.service.ondemand import idle_timeout as configured_idle
+    from memsearch.service.server import MemoryService
 
     cfg = resolve(flags)
     if on_demand and idle_timeout is None:

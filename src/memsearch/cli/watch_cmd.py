@@ -25,7 +25,7 @@ from memsearch.cli.render import plural, shown
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.index_state import IndexRun
-    from memsearch.service import MemoryService
+    from memsearch.service.server import MemoryService
     from memsearch.watcher import OnError
 
 #: The signals that stop the watcher; SIGTERM is what service managers and `kill` send.
@@ -113,13 +113,9 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
     """Watch through the store's service until it goes away, starting it here if none runs; True
     when this process served the store and a client asked that service to stop (then the watch
     ends rather than serve again)."""
-    from memsearch.service import (
-        MemoryService,
-        ServiceClient,
-        ServiceRunningError,
-        ServiceUnavailableError,
-        connect,
-    )
+    from memsearch.errors import ServiceRunningError, ServiceUnavailableError
+    from memsearch.service.client import ServiceClient, connect
+    from memsearch.service.server import MemoryService
 
     client = connect(uri)
     service = None
@@ -171,7 +167,7 @@ class _Session:
         self.on_error = _error_recorder(run.path, run.cfg)
 
     def on_message(self, message: dict[str, Any]) -> None:
-        from memsearch.service import error_from_payload
+        from memsearch.service.protocol import error_from_payload
 
         if message.get("ok") is False:
             exc = error_from_payload(message.get("error") or {})
