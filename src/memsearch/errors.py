@@ -35,6 +35,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             NothingToForgetError
         HookUsageError [exit 2]
         IndexingError
+        InvalidArgumentError (ValueError) [exit 2]
         InvalidChunkHashError (ValueError)
         InvalidDateError (ValueError) [exit 2]
         InvalidExpandOptionError (ValueError)
