@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 next_edit += args.edit_every
             t0 = time.perf_counter()
             with open_memory(cfg) as routed:
-                routed.run(routed.search(queries[searches % len(queries)], top_k=5))
+                routed.search(queries[searches % len(queries)], top_k=5)
             latencies.append(time.perf_counter() - t0)
             searches += 1
             time.sleep(max(0.0, args.search_every - (time.perf_counter() - t0)))

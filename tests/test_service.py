@@ -95,6 +95,7 @@ def service(uri: str) -> Iterator[subprocess.Popen[str]]:
 CLIENT_MODULES = {
     "memsearch",
     "memsearch.callerenv",
+    "memsearch.engine",
     "memsearch.errors",
     "memsearch.files",
     "memsearch.engine.operations",

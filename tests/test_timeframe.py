@@ -217,7 +217,22 @@ def test_the_day_of_a_hit_and_its_recency_weight(tmp_path: Path) -> None:
 def test_the_service_is_sent_time_arguments_only_when_they_matter() -> None:
     """A plain search is the request it always was (a service of an older install answers it);
     days cross as the caller's ISO days."""
-    from memsearch.service.client import _time_args
+    from memsearch.engine.operations import OPERATIONS
+
+    search = OPERATIONS["search"]
+    assert search.outbound is not None
+
+    def _time_args(query, since, until, time_phrases, recency_half_life, today):  # type: ignore[no-untyped-def]
+        """What the search request carries beyond the query, top_k and the source prefix."""
+        args = {"query": query, "top_k": 5, "source_prefix": None, "since": since, "until": until}
+        args.update(time_phrases=time_phrases, recency_half_life=recency_half_life, today=today)
+        sent = search.outbound(args)
+        assert {k: sent.pop(k) for k in ("query", "top_k", "source_prefix")} == {
+            "query": query,
+            "top_k": 5,
+            "source_prefix": None,
+        }
+        return sent
 
     assert _time_args("redis connection timeout", None, None, True, None, None) == {}
     assert _time_args("redis connection timeout", None, None, False, None, None) == {}

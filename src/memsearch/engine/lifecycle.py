@@ -69,7 +69,7 @@ class IdleRelease:
         self._release = release
         self.limit = model_idle_seconds() if limit is None else limit
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memsearch-model-idle", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="memsearch-service-model-idle", daemon=True)
 
     def start(self) -> IdleRelease:
         self._thread.start()

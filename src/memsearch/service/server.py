@@ -198,10 +198,13 @@ class MemoryService:
             target=loop.run_forever, name="memsearch-service-engine", daemon=True
         )
         self._loop_thread.start()
-        from memsearch.engine.lifecycle import IdleRelease
+        if self.owner != "program":
+            from memsearch.engine.lifecycle import IdleRelease
 
-        # Engines keep their model warm between requests and let it go once unused (ModelLifecycle.IDLE).
-        self._model_idle = IdleRelease(self._activity.idle_seconds, self._release_models).start()
+            # A service process's engines keep their model warm between requests and let it go
+            # once unused (ModelLifecycle.IDLE). A program that owns the store serves the others
+            # from its own threads and chose its own lifecycle (a MemSearch keeps its model).
+            self._model_idle = IdleRelease(self._activity.idle_seconds, self._release_models).start()
 
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket is for this user only
