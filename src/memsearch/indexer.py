@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,6 +81,8 @@ class IndexReport:
     warnings: tuple[str, ...] = ()
     #: True when the manifest showed nothing had changed and the store was not opened.
     unchanged: bool = False
+    #: Seconds this run waited for the embedder (model and cache); the rest is overhead (bench).
+    embed_seconds: float = 0.0
 
     @property
     def status(self) -> str:
@@ -186,6 +189,7 @@ class Indexer:
         #: flush (``MemSearch(keep_model=False)``: a process that indexes once).
         self._release_model = release_model
         self._redactor: Redactor | None = None
+        self._embed_seconds = 0.0  # this run's, for IndexReport.embed_seconds
 
     def _model_settled(self) -> bool:
         """Call after opening the store: True when opening it settled another embedding model than
@@ -212,6 +216,7 @@ class Indexer:
 
     async def _index(self, force: bool, progress: Progress | None) -> IndexReport:
         s = self.settings
+        self._embed_seconds = 0.0
         result = scan(
             list(s.paths),
             ignore_files=list(s.ignore_files),
@@ -343,7 +348,15 @@ class Indexer:
             changed_files=len(work),
             removed_files=deleted,
             warnings=tuple(warnings),
+            embed_seconds=round(self._embed_seconds, 3),
         )
+
+    async def _timed_embed(self, embedder: EmbeddingProvider, texts: list[str]) -> list[list[float]]:
+        """:func:`_embed`, its wall time added to this run's ``embed_seconds``."""
+        start = time.perf_counter()
+        vectors = await _embed(embedder, texts)  # a failure ends the run: its time is not reported
+        self._embed_seconds += time.perf_counter() - start
+        return vectors
 
     def _read_and_chunk(
         self, f: ScannedFile, known_sha256: str | None, warnings: list[str]
@@ -470,7 +483,7 @@ class Indexer:
         if len(missing) > UPSERT_BATCH:
             return False
         if missing:
-            await _embed(embedder, missing)
+            await self._timed_embed(embedder, missing)
             embedder.release_model()
         return True
 
@@ -523,7 +536,7 @@ class Indexer:
             for start in range(0, len(todo), batch):
                 part = todo[start : start + batch]
                 texts = [clean_content_for_embedding(w.chunks[i].content) for w, i in part]
-                vectors = await _embed(embedder, texts)
+                vectors = await self._timed_embed(embedder, texts)
                 if release and start + batch >= len(todo):  # the last batch: drop the model
                     embedder.release_model()
                 pairs = zip(part, vectors, strict=True)

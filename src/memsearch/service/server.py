@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from memsearch import heap
 from memsearch.callerenv import as_caller, digest, snapshot
 from memsearch.errors import (
     MemSearchError,
@@ -68,6 +69,8 @@ HEARTBEAT_INTERVAL = 1.0
 #: does not exist (a read found nothing there, and reads create nothing): the command that started
 #: it has its answer, and waiting ``idle_timeout`` for a store that is not there helps nobody.
 MISSING_STORE_GRACE = 5.0
+#: Seconds between two returns of freed memory to the system (``memsearch.heap.trim``).
+TRIM_INTERVAL = 10.0
 #: Seconds :meth:`MemoryService.stop` gives each step (requests in flight, closing the stores):
 #: a request that hangs is left behind rather than keeping the service from stopping.
 STOP_GRACE = 5.0
@@ -123,6 +126,8 @@ class MemoryService:
         self.owner = owner
         self.on_demand = owner == "on-demand"
         self.command = command_line()
+        if owner != "program":  # a process of its own: few malloc arenas (memsearch.heap)
+            heap.limit_arenas()
         from memsearch.uri import resolve_uri
 
         self._lite_path = resolve_uri(uri).path  # None for a server
@@ -196,6 +201,8 @@ class MemoryService:
             target=loop.run_forever, name="memsearch-service-engine", daemon=True
         )
         self._loop_thread.start()
+        # Freed memory back to the system after each burst of work (memsearch.heap: ~N MB steady).
+        heap.trim_every(TRIM_INTERVAL, self._stopped)
 
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket is for this user only
