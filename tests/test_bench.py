@@ -47,6 +47,11 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
         assert LINE.match(line), line
     assert "ours: memsearch " in proc.stdout and "original: memsearch 0.4.23" in proc.stdout
     assert "CPUs" in proc.stdout and "GiB RAM" in proc.stdout
+    share = re.search(
+        r"Full index, ours: ([\d.]+) s of ([\d.]+) s waiting for the model \((\d+)%\)", proc.stdout
+    )
+    assert share, proc.stdout[-2000:]  # the model's time came from ours' own report of the run
+    assert 0 < float(share[1]) < float(share[2]) and 0 < int(share[3]) < 100
 
 
 def _tool(tmp_path: Path, code: str) -> Tool:

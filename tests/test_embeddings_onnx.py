@@ -129,6 +129,36 @@ async def test_batch_and_single_results_agree(onnx: OnnxEmbedding) -> None:
     assert np.allclose(batch, small_batches, atol=1e-5)
 
 
+async def test_sorting_by_length_changes_no_vector_and_no_order(onnx: OnnxEmbedding) -> None:
+    """Texts are run sorted by length (little padding); each vector is the one the text gets in
+    input order, to 1e-6, and comes back in its place."""
+    texts = [
+        "the staging database listens on port 6543 and the cache on 6379 " * (1 + i % 3) + f"note {i}"
+        if i % 2
+        else f"short {i}"
+        for i in range(12)
+    ]
+    unsorted = OnnxEmbedding()
+    unsorted.sort_by_length = False  # the same model and batch size, batched in input order
+    by_length = np.array(await onnx.embed(texts))
+    in_order = np.array(await unsorted.embed(texts))
+    assert np.abs(by_length - in_order).max() <= 1e-6
+    assert np.allclose(by_length, onnx.encode(texts), atol=1e-6)  # one call, input order
+
+
+async def test_a_text_given_twice_is_embedded_once(tmp_path: Path, onnx: OnnxEmbedding) -> None:
+    """Within one call the provider runs each distinct text once; the embedding cache's counters
+    (texts sent to the model) show it, and the duplicate gets the same vector."""
+    from memsearch.embeddings.cache import CachedEmbedder, EmbeddingCache
+
+    cached = CachedEmbedder(OnnxEmbedding(), EmbeddingCache(tmp_path / "cache.sqlite"))
+    first = await cached.embed(["alpha note", "beta note", "alpha note"])
+    assert (cached.misses, cached.hits) == (2, 1) and first[0] == first[2]
+    again = await cached.embed(["beta note", "gamma note"])  # a later call: the cache answers
+    assert (cached.misses, cached.hits) == (3, 2) and again[0] == first[1]
+    cached.close()
+
+
 async def test_long_text_is_truncated_at_256_tokens(onnx: OnnxEmbedding) -> None:
     long_text = " ".join(f"word{i}" for i in range(20_000))
     info = get_tokenizer(onnx.files.tokenizer, 256, None)

@@ -317,3 +317,38 @@ async def test_a_big_one_shot_run_keeps_embedding_beside_the_store(
         assert ms.embedder.hits == 0  # type: ignore[attr-defined]  # nothing embedded ahead
     assert releases[-1] == "release" and releases.count("release") == 1
     assert sum(int(e.split()[1]) for e in releases if e.startswith("embed")) == 70
+
+
+def _twin_notes(root: Path, sections: int) -> None:
+    """Two files with the same ``sections`` sections: every chunk text is there twice."""
+    body = "".join(
+        f"## Topic {i}\n\nFact {i}: the deploy pipeline runs stage {i} before {i + 1}.\n\n"
+        for i in range(sections)
+    )
+    write(root / "a.md", "# Shared notes\n\n" + body)
+    write(root / "b.md", "# Shared notes\n\n" + body)
+
+
+async def test_a_chunk_text_twice_in_a_run_is_embedded_once(tmp_path: Path) -> None:
+    """The real default provider and the embedding cache: 80 chunks, 40 texts; the duplicates in
+    the same step (64 chunks) and in the next step never reach the model (the cache's counters)."""
+    _twin_notes(tmp_path / "notes", 40)
+    with MemSearch([str(tmp_path / "notes")], milvus_uri=str(tmp_path / "m.db")) as ms:
+        report = await ms.index_with_report()
+        assert report.indexed_chunks == 80
+        assert (ms._embedder.misses, ms._embedder.hits) == (40, 40)
+        assert report.embed_seconds > 0
+
+
+async def test_without_the_cache_a_step_embeds_each_text_once(tmp_path: Path) -> None:
+    _twin_notes(tmp_path / "notes", 10)
+    with make([tmp_path / "notes"], tmp_path, embedding_cache=False) as ms:
+        assert await ms.index() == 20
+        embedder = ms._embedder
+        assert isinstance(embedder, HashEmbedder)
+        assert sorted(embedder.embedded) == sorted(set(embedder.embedded)) and len(embedder.embedded) == 10
+        hits = await ms.search("stage 3 before 4", top_k=4)
+    assert {h["source"] for h in hits[:2]} == {
+        str(tmp_path / "notes" / "a.md"),
+        str(tmp_path / "notes" / "b.md"),
+    }

@@ -40,6 +40,9 @@ class IndexReport:
     warnings: tuple[str, ...] = ()
     #: True when the manifest showed nothing had changed and the store was not opened.
     unchanged: bool = False
+    #: Seconds this run waited for the embedder (model and cache); the rest is overhead (the bench
+    #: prints both).
+    embed_seconds: float = 0.0
 
     @property
     def status(self) -> str:

@@ -231,7 +231,9 @@ class BatchingEmbedder(EmbeddingProvider):
     async def _embed_all(self, texts: list[str], *, query: bool) -> list[list[float]]:
         if not texts:
             return []
-        order = list(range(len(texts)))
+        # A text given twice (two notes with the same paragraph) is embedded once.
+        first = {text: i for i, text in reversed(list(enumerate(texts)))}
+        order = sorted(first.values())
         if self.sort_by_length:
             order.sort(key=lambda i: len(texts[i]))
         prepare = self.query_text if query else self.document_text
@@ -243,6 +245,8 @@ class BatchingEmbedder(EmbeddingProvider):
                 self._check(vectors, len(batch))
                 for i, vector in zip(indices, vectors, strict=True):
                     out[i] = vector
+        if len(first) < len(texts):
+            out = [out[i] if i == first[text] else list(out[first[text]]) for i, text in enumerate(texts)]
         return out
 
     def _check(self, vectors: list[list[float]], expected: int) -> None:

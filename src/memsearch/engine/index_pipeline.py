@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memsearch.chunker import Chunk, clean_content_for_embedding
@@ -61,6 +63,7 @@ async def embed_and_store(
     progress: Progress | None,
     *,
     release: bool,
+    clock: EmbedClock | None = None,
 ) -> int:
     """Embed the new chunks of all changed files in shared batches, upserting each batch.
 
@@ -108,7 +111,7 @@ async def embed_and_store(
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
             texts = [clean_content_for_embedding(w.chunks[i].content) for w, i in part]
-            vectors = await embed(embedder, texts)
+            vectors = await embed(embedder, texts, clock)
             if release and start + batch >= len(todo):  # the last batch: drop the model
                 embedder.release_model()
             pairs = zip(part, vectors, strict=True)
@@ -162,8 +165,20 @@ def retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-async def embed(embedder: EmbeddingProvider, texts: list[str]) -> list[list[float]]:
-    """``embedder.embed(texts)``, one vector per text, any failure as one :class:`EmbeddingError`."""
+@dataclass
+class EmbedClock:
+    """The seconds one index run waited for its embedder (``IndexReport.embed_seconds``): what the
+    model costs, against everything else the run does."""
+
+    seconds: float = 0.0
+
+
+async def embed(
+    embedder: EmbeddingProvider, texts: list[str], clock: EmbedClock | None = None
+) -> list[list[float]]:
+    """``embedder.embed(texts)``, one vector per text, any failure as one :class:`EmbeddingError`;
+    its wall time added to ``clock`` (a failure ends the run, so its time is never reported)."""
+    start = time.perf_counter()
     try:
         vectors = await embedder.embed(texts)
     except EmbeddingError:
@@ -172,4 +187,6 @@ async def embed(embedder: EmbeddingProvider, texts: list[str]) -> list[list[floa
         raise EmbeddingError(f"embedding failed: {format_error(exc)}") from exc
     if len(vectors) != len(texts):
         raise EmbeddingError(f"the embedding provider returned {len(vectors)} vectors for {len(texts)} texts")
+    if clock is not None:
+        clock.seconds += time.perf_counter() - start
     return vectors

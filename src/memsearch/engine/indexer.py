@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from memsearch.chunker import clean_content_for_embedding
 from memsearch.engine.index_pipeline import (
     UPSERT_BATCH,
+    EmbedClock,
     Progress,
     embed,
     embed_and_store,
@@ -105,6 +106,7 @@ class Indexer:
         #: batch is embedded, before the last upsert and the flush.
         self._lifecycle = lifecycle
         self._redactor: Redactor | None = None
+        self._clock = EmbedClock()  # this run's time in the embedder (IndexReport.embed_seconds)
 
     def _model_settled(self) -> bool:
         """Call after opening the store: True when opening it settled another embedding model than
@@ -130,6 +132,7 @@ class Indexer:
             return await self._index(force, progress)
 
     async def _index(self, force: bool, progress: Progress | None) -> IndexReport:
+        self._clock = EmbedClock()
         scanned = scan_paths(self.settings)
         manifest, first_run = self._load_manifest()
         if first_run:
@@ -181,7 +184,9 @@ class Indexer:
         embedded = 0
         try:
             release = self._lifecycle.drops_after_use and not ahead
-            embedded = await embed_and_store(store, self._embedder, work, progress, release=release)
+            embedded = await embed_and_store(
+                store, self._embedder, work, progress, release=release, clock=self._clock
+            )
         finally:
             # Files whose new chunks are all in: drop their stale chunks and record them.
             stale_deleted = finish_files(store, work, manifest)
@@ -197,6 +202,7 @@ class Indexer:
             changed_files=len(work),
             removed_files=deleted,
             warnings=tuple(warnings),
+            embed_seconds=round(self._clock.seconds, 3),
         )
 
     def _load_manifest(self) -> tuple[Manifest, bool]:
@@ -332,6 +338,6 @@ class Indexer:
         if len(missing) > UPSERT_BATCH:
             return False
         if missing:
-            await embed(embedder, missing)
+            await embed(embedder, missing, self._clock)
             embedder.release_model()
         return True

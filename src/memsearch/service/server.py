@@ -34,6 +34,7 @@ from memsearch.errors import (
     UnsafeRunDirError,
 )
 from memsearch.files import atomic_write, try_lock
+from memsearch.service import heap
 from memsearch.service.activity import Activity
 from memsearch.service.manage import OWNERS, command_line
 from memsearch.service.ops import STORE_OPS, Op
@@ -69,6 +70,8 @@ HEARTBEAT_INTERVAL = 1.0
 #: does not exist (a read found nothing there, and reads create nothing): the command that started
 #: it has its answer, and waiting ``idle_timeout`` for a store that is not there helps nobody.
 MISSING_STORE_GRACE = 5.0
+#: Seconds between two returns of freed memory to the system (``memsearch.service.heap.trim``).
+TRIM_INTERVAL = 10.0
 #: Seconds :meth:`MemoryService.stop` gives each step (requests in flight, closing the stores):
 #: a request that hangs is left behind rather than keeping the service from stopping.
 STOP_GRACE = 5.0
@@ -124,6 +127,8 @@ class MemoryService:
         self.owner = owner
         self.on_demand = owner == "on-demand"
         self.command = command_line()
+        if owner != "program":  # a process of its own: few malloc arenas (memsearch.service.heap)
+            heap.limit_arenas()
         from memsearch.store.uri import resolve_uri
 
         self._lite_path = resolve_uri(uri).path  # None for a server
@@ -202,9 +207,12 @@ class MemoryService:
             from memsearch.engine.lifecycle import IdleRelease
 
             # A service process's engines keep their model warm between requests and let it go
-            # once unused (ModelLifecycle.IDLE). A program that owns the store serves the others
-            # from its own threads and chose its own lifecycle (a MemSearch keeps its model).
+            # once unused (ModelLifecycle.IDLE), and freed memory goes back to the system after
+            # each burst of work (memsearch.service.heap). A program that owns the store serves
+            # the others from its own threads and keeps its own choices (a MemSearch keeps its
+            # model; its heap is its own).
             self._model_idle = IdleRelease(self._activity.idle_seconds, self._release_models).start()
+            heap.trim_every(TRIM_INTERVAL, self._stopped)
 
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket is for this user only
