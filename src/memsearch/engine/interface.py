@@ -49,8 +49,7 @@ class Memory:
         self._ms = memsearch
 
     def _do(self, name: str, args: dict[str, Any]) -> Any:
-        args.pop("self", None)
-        return drive(self._ms._perform(name, args, driven=True))
+        return self._ms._now(name, args)  # checked once, run at the owner (MemSearch._perform)
 
     def search(
         self,

@@ -70,6 +70,6 @@ def trim_every(seconds: float, stop: threading.Event) -> threading.Thread | None
         while not stop.wait(seconds):
             trim()
 
-    thread = threading.Thread(target=loop, name="memsearch-heap-trim", daemon=True)
+    thread = threading.Thread(target=loop, name="memsearch-service-heap-trim", daemon=True)
     thread.start()
     return thread
