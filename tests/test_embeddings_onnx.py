@@ -544,3 +544,30 @@ def test_a_first_run_prepares_the_model_before_it_opens_the_store(tmp_path: Path
         )
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout.splitlines()[-1]) == ["build", "store"], step
+
+
+def test_a_bulk_runs_one_input_per_core_with_the_same_vectors_bit_for_bit(onnx: OnnxEmbedding) -> None:
+    """``bulk()`` (the one-shot index's embedding step): a call's runs go one per core at once, on
+    the graph's session whose runs use one thread each, and only that session is loaded. The
+    vectors are the same as one run at a time on every core, bit for bit; a lone text keeps the
+    usual session; releasing the model drops both sessions and closing the bulk its threads."""
+    from memsearch.models import onnx_runtime
+
+    texts = [
+        f"note {i}: the staging database listens on port {6000 + i} and the cache on 6379 " * (1 + i % 4)
+        for i in range(9)
+    ]
+    alone = onnx.encode(texts)
+    onnx.release_model()
+    cores = len(os.sched_getaffinity(0))
+    with onnx.bulk() as runs:
+        assert runs.active == (cores > 1)
+        bulk = onnx.encode(texts)
+        loaded = {threads for _, threads in onnx_runtime._SESSIONS}
+        onnx.encode(["a lone query"])
+        both = {threads for _, threads in onnx_runtime._SESSIONS}
+    assert not runs.active
+    assert np.array_equal(bulk, alone)
+    assert loaded == ({1} if cores > 1 else {cores}) and both == {1, cores}
+    onnx.release_model()
+    assert not onnx_runtime._SESSIONS

@@ -1,4 +1,4 @@
-"""memsearch.service.heap: freed memory goes back to the system (glibc), in a real child process."""
+"""memsearch.heap: freed memory goes back to the system (glibc), in a real child process."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 CHILD = r"""
 import threading
-from memsearch.service import heap
+from memsearch import heap
 
 def rss():
     return int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]) / 1024
@@ -30,7 +30,7 @@ print(before, rss())
 
 def test_trim_gives_freed_arena_memory_back() -> None:
     if not sys.platform.startswith("linux"):  # no glibc: the calls say they did nothing
-        from memsearch.service import heap
+        from memsearch import heap
 
         assert not heap.trim() and not heap.limit_arenas()
         return
@@ -43,7 +43,7 @@ def test_trim_gives_freed_arena_memory_back() -> None:
 def test_trim_every_stops_when_told() -> None:
     import threading
 
-    from memsearch.service import heap
+    from memsearch import heap
 
     stop = threading.Event()
     thread = heap.trim_every(0.01, stop)

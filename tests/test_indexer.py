@@ -256,12 +256,17 @@ async def test_model_warm_up_runs_beside_the_store_and_never_fails_a_run_itself(
 
 
 class _Releases(HashEmbedder):
-    """Records each batch it embeds and each time it is told to drop its model."""
+    """Records each batch it embeds and each time it is told to drop its model; with ``store`` set,
+    also whether that Lite database existed when each document batch was embedded."""
 
     events: ClassVar[list[str]] = []
+    store: ClassVar[Path | None] = None
+    store_existed: ClassVar[list[bool]] = []
 
     async def _embed_batch(self, conn: object, texts: list[str], *, query: bool) -> list[list[float]]:
         _Releases.events.append(f"{'query' if query else 'embed'} {len(texts)}")
+        if _Releases.store is not None and not query:
+            _Releases.store_existed.append(_Releases.store.exists())
         return await super()._embed_batch(conn, texts, query=query)
 
     def release_model(self) -> None:
@@ -274,6 +279,8 @@ def releases() -> list[str]:
         ProviderSpec("hash-releases", _Releases, DEFAULT_MODEL, None, frozenset({"model", "batch_size"}))
     )
     _Releases.events.clear()
+    _Releases.store = None
+    _Releases.store_existed.clear()
     return _Releases.events
 
 
@@ -303,19 +310,45 @@ async def test_a_one_shot_run_embeds_a_small_change_before_the_store_and_drops_t
     assert "forty" in hits[0]["content"]
 
 
-async def test_a_big_one_shot_run_keeps_embedding_beside_the_store(
+async def test_a_one_shot_first_index_embeds_everything_before_the_store_exists(
     tmp_path: Path, releases: list[str]
 ) -> None:
-    """More new texts than one upsert step: the pipelined path, the model dropped after the last batch."""
+    """``ONE_SHOT`` (``memsearch index``), 150 notes into a new Lite file: every text is embedded
+    into the cache, a step at a time, before the store is even created (the model's memory and
+    Milvus Lite's are never held together), the model is dropped once, the progress counts the
+    embedding once from 0 to 150, and every upsert takes its vector from the cache."""
     root = tmp_path / "notes"
-    for i in range(70):
-        write(root / f"n{i:02}.md", f"# Note {i}\n\nfact number {i} about topic{i}\n")
+    for i in range(150):
+        write(root / f"n{i:03}.md", f"# Note {i}\n\nfact number {i} about topic{i}\n")
+    _Releases.store = tmp_path / "m.db"
+    ticks: list[tuple[int, int]] = []
     with make(
         [root], tmp_path, embedding_provider="hash-releases", model_lifecycle=ModelLifecycle.ONE_SHOT
     ) as ms:
+        report = await ms.index_with_report(progress=lambda done, total: ticks.append((done, total)))
+        from_cache = ms.embedder.hits  # type: ignore[attr-defined]
+        hits = await ms.search("topic42", top_k=3)
+    assert report.indexed_chunks == 150 and report.embed_seconds > 0
+    assert _Releases.store_existed and not any(_Releases.store_existed)
+    assert releases.index("release") == len(releases) - 3  # released once, before the search
+    assert sum(int(e.split()[1]) for e in releases if e.startswith("embed")) == 150
+    assert ticks[0] == (0, 150) and ticks[-1] == (150, 150)
+    assert [done for done, _ in ticks] == sorted(done for done, _ in ticks) and len(ticks) == 4
+    assert from_cache == 150
+    assert any(h["content"].endswith("about topic42") for h in hits)
+
+
+async def test_a_program_keeps_embedding_beside_the_store(tmp_path: Path, releases: list[str]) -> None:
+    """A program's ``MemSearch`` keeps its model (``KEEP``): its runs stay pipelined, the store's
+    work beside the embedding, nothing embedded ahead and the model never dropped."""
+    root = tmp_path / "notes"
+    for i in range(70):
+        write(root / f"n{i:02}.md", f"# Note {i}\n\nfact number {i} about topic{i}\n")
+    _Releases.store = tmp_path / "m.db"
+    with make([root], tmp_path, embedding_provider="hash-releases") as ms:
         assert await ms.index() == 70
         assert ms.embedder.hits == 0  # type: ignore[attr-defined]  # nothing embedded ahead
-    assert releases[-1] == "release" and releases.count("release") == 1
+    assert "release" not in releases and all(_Releases.store_existed)
     assert sum(int(e.split()[1]) for e in releases if e.startswith("embed")) == 70
 
 

@@ -208,17 +208,18 @@ def test_an_embedding_server_failing_mid_index_fails_the_run_and_keeps_what_was_
     tmp_path: Path,
     fake_api: FakeEmbeddingServer,  # noqa: F811
 ) -> None:
-    """The first step (64 chunks) is embedded and stored, then every request answers HTTP 500: one
-    Error line and exit 1, no "Indexed" claim, the stored step kept, and the next run embeds only
-    the rest. (A regression guard: this commit's main already behaves so.)"""
+    """The first step (64 chunks) is embedded, then every request answers HTTP 500: one Error line
+    and exit 1, no "Indexed" claim, the embedded step stored, and the next run embeds only the
+    rest. (The embedding runs before the store opens, issue 28: the step already embedded is
+    stored from the embedding cache before the failure is reported.)"""
     notes = tmp_path / "notes"
     notes.mkdir()
     for i in range(70):
         (notes / f"n{i:02d}.md").write_text(f"# Note {i}\n\nbody number {i}\n")
     uri = str(tmp_path / "mid.db")
     use_fake_api(fake_api, uri)
-    # two answers: the dimension probe of a model without a known dimension, then the first step
-    fake_api.fail(500, '{"error": "overloaded"}', after=2)
+    # one answer, the first step (its vectors give the model's dimension: no probe), then failures
+    fake_api.fail(500, '{"error": "overloaded"}', after=1)
     proc = memsearch("index", str(notes), "--batch-size", "64")
     one_error_line(proc, "HTTP 500")
     assert "Indexed" not in proc.stdout  # no claim of chunks

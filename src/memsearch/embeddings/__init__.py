@@ -17,9 +17,11 @@ their APIs with a small stdlib HTTP helper (:mod:`memsearch.http`), so they need
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +93,12 @@ class EmbeddingProvider(ABC):
 
     def warm(self) -> None:  # noqa: B027  (a default, not an abstract member)
         """Load local model files now (blocking; meant for a worker thread); default: nothing."""
+
+    def bulk(self) -> AbstractContextManager[object]:
+        """A context in which the provider may lay its model out for throughput rather than for
+        one quick call, for a process that embeds many texts and then lets the model go (the
+        ONNX provider runs one input per core at once). Default: nothing changes."""
+        return contextlib.nullcontext()
 
     def release_model(self) -> None:  # noqa: B027  (a default, not an abstract member)
         """Let go of a model loaded into this process (its memory), for a process that will not

@@ -22,6 +22,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
@@ -290,6 +291,9 @@ class CachedEmbedder(EmbeddingProvider):
 
     def warm(self) -> None:
         self.provider.warm()
+
+    def bulk(self) -> AbstractContextManager[object]:
+        return self.provider.bulk()
 
     def release_model(self) -> None:
         self.provider.release_model()

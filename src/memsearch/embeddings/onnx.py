@@ -31,6 +31,7 @@ from memsearch.embeddings.base import ApiErrors, BatchingEmbedder
 from memsearch.models import files as model_files
 from memsearch.models.files import ModelFiles, PackagedModel, find_in_hf_cache, hf_cache_dir
 from memsearch.models.onnx_runtime import (
+    ParallelRuns,
     TokenizerInfo,
     get_session,
     get_tokenizer,
@@ -251,6 +252,7 @@ class OnnxEmbedding(BatchingEmbedder):
         super().__init__(model=model, batch_size=batch_size)
         self.query_prefix = self.settings.query_prefix
         self.document_prefix = self.settings.document_prefix
+        self._runs = ParallelRuns()
 
     def _known_dimension(self) -> int | None:
         return self.settings.dimension
@@ -281,6 +283,11 @@ class OnnxEmbedding(BatchingEmbedder):
         get_session(self.files.onnx)
         get_tokenizer(self.files.tokenizer, self.settings.max_length, self.settings.pad_token)
 
+    def bulk(self) -> ParallelRuns:
+        """While open, a call's runs go one per core at once (``onnx_runtime.ParallelRuns``): for
+        a process that embeds many texts and then lets the model go (``Indexer._embed_ahead``)."""
+        return self._runs
+
     def release_model(self) -> None:
         """Drop this process's session and tokenizer of the model (~80 MB; reloaded in ~0.1 s)."""
         release(self.files.onnx, self.files.tokenizer)
@@ -292,17 +299,21 @@ class OnnxEmbedding(BatchingEmbedder):
         of 256 tokens runs as 4 runs of one): the model's working memory grows with the tokens of
         a run (attention: with their square), and onnxruntime keeps its high-water mark for the
         rest of the process. Indexing peaks lower so, at the same speed (docs/scaling.md); short
-        texts, such as queries, still run together.
+        texts, such as queries, still run together. Inside :meth:`bulk` the runs go one per core
+        at once.
         """
-        session = get_session(self.files.onnx)
         tokenizer = get_tokenizer(self.files.tokenizer, self.settings.max_length, self.settings.pad_token)
         encodings = [tokenizer.tokenizer.encode(text) for text in texts]
         if not encodings:
             return np.zeros((0, self.settings.dimension or 0), dtype=np.float32)
         groups = token_groups([len(e.ids) for e in encodings], self.settings.max_length)
-        return np.vstack(
-            [self._run(session, pad_encodings(encodings[a:b], tokenizer.pad_id)[:2]) for a, b in groups]
-        )
+        parallel = self._runs.active and len(groups) > 1
+        session = get_session(self.files.onnx, single_threaded=parallel)
+
+        def run(group: tuple[int, int]) -> np.ndarray:
+            return self._run(session, pad_encodings(encodings[slice(*group)], tokenizer.pad_id)[:2])
+
+        return np.vstack(self._runs.map(run, groups))
 
     def _run(self, session: ort.InferenceSession, padded: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         input_ids, attention_mask = padded

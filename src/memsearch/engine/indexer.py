@@ -17,6 +17,7 @@ each file and save the manifest.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,7 +37,7 @@ from memsearch.engine.index_pipeline import (
 from memsearch.engine.index_scan import FileWork, Scanned, diff, read_changed, scan_paths, under, unnamable
 from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.engine.manifest import Manifest
-from memsearch.errors import CollectionNotFoundError, IndexingError, NotARegularFileError
+from memsearch.errors import CollectionNotFoundError, EmbeddingError, IndexingError, NotARegularFileError
 from memsearch.index_report import IndexFailure, IndexReport, format_error
 from memsearch.scanner import contained_problem
 
@@ -53,6 +54,8 @@ __all__ = [
     "Progress",
     "format_error",
 ]
+
+logger = logging.getLogger("memsearch.engine.indexer")
 
 
 @dataclass(frozen=True)
@@ -135,10 +138,14 @@ class Indexer:
         self._clock = EmbedClock()
         scanned = scan_paths(self.settings)
         manifest, first_run = self._load_manifest()
-        if first_run:
+        # A first run opens the store now: index is a write (even an empty folder leaves a
+        # collection to search), and opening settles the model of an index another program built.
+        # A new Lite file with notes to index has no model to settle: it opens after the embedding
+        # (_embed_ahead), so the model's memory and the store's are never held together.
+        if first_run and not (scanned.files and self._new_lite_file()):
             if scanned.files:  # the model's one-time preparation first (see below), not beside the store
                 await asyncio.to_thread(self._embedder().prepare)
-            self._store()  # index is a write: even an empty folder leaves a collection to search
+            self._store()
             if self._model_settled():
                 return await self.index(force=force, progress=progress)
 
@@ -159,6 +166,8 @@ class Indexer:
         )
         total, indexed, failed = scanned.report_counts()
         if not work and not changes.gone and not force:
+            if first_run:
+                self._store()  # the collection a first run leaves, as above
             manifest.save()
             return IndexReport(0, total, indexed, failed, warnings=tuple(warnings), changed_files=0)
 
@@ -167,7 +176,7 @@ class Indexer:
         # once, by a child process) comes first, not beside the store, and the model loads on a
         # worker thread while the store opens (the model's work releases the GIL, so the two
         # overlap; docs/scaling.md has what a cold start costs).
-        ahead = bool(work) and await self._embed_ahead(work)
+        ahead = bool(work) and await self._embed_ahead(work, progress)
         if work and not ahead:
             await asyncio.to_thread(self._embedder().prepare)
             warm = self._embedder().warm
@@ -185,7 +194,7 @@ class Indexer:
         try:
             release = self._lifecycle.drops_after_use and not ahead
             embedded = await embed_and_store(
-                store, self._embedder, work, progress, release=release, clock=self._clock
+                store, self._embedder, work, None if ahead else progress, release=release, clock=self._clock
             )
         finally:
             # Files whose new chunks are all in: drop their stale chunks and record them.
@@ -204,6 +213,9 @@ class Indexer:
             warnings=tuple(warnings),
             embed_seconds=round(self._clock.seconds, 3),
         )
+
+    def _new_lite_file(self) -> bool:
+        return self._lite_path is not None and not self._lite_path.exists()
 
     def _load_manifest(self) -> tuple[Manifest, bool]:
         """The manifest of this (store, collection), and whether this is a first run (no manifest,
@@ -320,14 +332,19 @@ class Indexer:
 
     # -- internals -----------------------------------------------------------------------
 
-    async def _embed_ahead(self, work: list[FileWork]) -> bool:
-        """For a run that indexes once (``ModelLifecycle.ONE_SHOT``) with at most :data:`UPSERT_BATCH` texts
-        the embedding cache lacks: embed them into the cache now, before the store opens, and drop
-        the model; True if it did. Milvus Lite's memory (opening, BM25 tokenising, the flush) and
-        the model's are then never held at once, which lowers the peak of ``memsearch index`` after
-        one edited note by a third (docs/scaling.md). The upserts later take every vector from the
-        cache. A bigger run keeps the pipelined path (the store's work overlaps the embedding):
-        faster, and its peak is the store's growth, not the model.
+    async def _embed_ahead(self, work: list[FileWork], progress: Progress | None) -> bool:
+        """For a run that indexes once (``ModelLifecycle.ONE_SHOT``) through the embedding cache:
+        embed every text the cache lacks into the cache now, before the store opens, then drop the
+        model; True if it did (the upserts then take every vector from the cache).
+
+        Why: the model's memory (session, arena) and Milvus Lite's (opening, BM25 tokenising, the
+        flush's new segment) are then never held at once, and the model's is handed back to the
+        system before the store opens (``onnx_runtime.release``). A full index of 2,000 chunks
+        peaks ~80 MB lower than with the store's work pipelined beside the embedding, for a few
+        seconds more (evaluation/README.md, issue 28). The vectors go to the cache a step at a time
+        and are not kept here: the run holds no list of them. If the embedding fails part way, the
+        steps already embedded are stored as the pipelined path stores them (False); a run cut
+        short otherwise keeps what it embedded in the cache, so the next one embeds only the rest.
         """
         from memsearch.embeddings.cache import CachedEmbedder
 
@@ -335,9 +352,20 @@ class Indexer:
         if not self._lifecycle.drops_after_use or not isinstance(embedder, CachedEmbedder):
             return False
         missing = embedder.uncached([clean_content_for_embedding(c.content) for w in work for c in w.chunks])
-        if len(missing) > UPSERT_BATCH:
-            return False
-        if missing:
-            await embed(embedder, missing, self._clock)
-            embedder.release_model()
+        if not missing:
+            return True
+        if progress:
+            progress(0, len(missing))
+        with embedder.bulk():  # the model is let go below: laid out for throughput meanwhile
+            for start in range(0, len(missing), UPSERT_BATCH):
+                try:
+                    await embed(embedder, missing[start : start + UPSERT_BATCH], self._clock)
+                except EmbeddingError:
+                    # Store what the cache holds now: the pipelined path takes those steps from
+                    # it, then meets the failure at the first text it lacks and reports it.
+                    logger.debug("embedding ahead stopped; storing what was embedded", exc_info=True)
+                    return False
+                if progress:
+                    progress(min(start + UPSERT_BATCH, len(missing)), len(missing))
+        embedder.release_model()
         return True

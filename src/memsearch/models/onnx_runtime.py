@@ -19,21 +19,25 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
-from memsearch import private
+from memsearch import heap, private
 from memsearch.errors import EmbeddingError, PrivatePathError
 from memsearch.models import onnx_build, onnx_cache
 
 logger = logging.getLogger("memsearch.onnx")
+T = TypeVar("T")
+R = TypeVar("R")
 _LOCK = threading.Lock()
-_SESSIONS: dict[str, ort.InferenceSession] = {}
+_SESSIONS: dict[tuple[str, int], ort.InferenceSession] = {}  # (graph file, threads per run)
 _TOKENIZERS: dict[tuple[str, int, str | None], TokenizerInfo] = {}
 
 
@@ -51,9 +55,9 @@ OPTIMIZED_DIR = "onnx-optimized"
 OPTIMIZED_CACHE_ENV = "MEMSEARCH_ONNX_CACHE"
 
 
-def _options(level: ort.GraphOptimizationLevel) -> ort.SessionOptions:
+def _options(level: ort.GraphOptimizationLevel, threads: int) -> ort.SessionOptions:
     options = ort.SessionOptions()
-    options.intra_op_num_threads = _cpu_count()
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = level
     # Memory patterns are planned and kept per input shape, and every batch of texts has its own
@@ -111,27 +115,35 @@ def optimized_copy(path: Path) -> Path | None:
         shutil.rmtree(building, ignore_errors=True)
 
 
-def _load(path: Path) -> ort.InferenceSession:
+def _load(path: Path, threads: int) -> ort.InferenceSession:
     optimized = optimized_copy(path)
     if optimized is not None:
         try:  # already optimised: loading it maps the weights and folds nothing
-            options = _options(ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+            options = _options(ort.GraphOptimizationLevel.ORT_DISABLE_ALL, threads)
             return ort.InferenceSession(str(optimized), options, providers=["CPUExecutionProvider"])
         except Exception:  # a damaged copy: drop it, it is rebuilt next time
             logger.debug("discarding the optimised copy %s", optimized, exc_info=True)
             onnx_cache.discard(optimized.parent)
-    options = _options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    options = _options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL, threads)
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def get_session(path: Path) -> ort.InferenceSession:
-    """The process-wide InferenceSession for the graph at ``path`` (created on first request)."""
-    key = str(path.resolve())
+def get_session(path: Path, *, single_threaded: bool = False) -> ort.InferenceSession:
+    """The process-wide InferenceSession for the graph at ``path`` (created on first request).
+
+    By default one run uses every core: the fastest single run (a query). ``single_threaded``
+    gives the graph's other session, whose runs use one thread each, for :class:`ParallelRuns`:
+    several inputs at once, one per core, which on 2 cores embeds a bulk of texts ~15 % faster
+    than one run at a time on both (onnxruntime's threads wait on each other less; the vectors
+    are the same, bit for bit). A lone query runs slower that way, so only a bulk step uses it.
+    """
+    threads = 1 if single_threaded else _cpu_count()
+    key = (str(path.resolve()), threads)
     with _LOCK:
         session = _SESSIONS.get(key)
         if session is None:
             try:
-                session = _load(path)
+                session = _load(path, threads)
             except Exception as exc:  # onnxruntime raises its own untyped errors for bad files
                 raise EmbeddingError(
                     f"onnxruntime could not load the model {path}: {exc}",
@@ -147,10 +159,43 @@ def release(*paths: Path) -> None:
     is done with a model while it still has other work (``ModelLifecycle.ONE_SHOT``)."""
     keys = {str(path.resolve()) for path in paths}
     with _LOCK:
-        for key in keys & _SESSIONS.keys():
-            del _SESSIONS[key]
+        dropped = [_SESSIONS.pop(key) for key in [k for k in _SESSIONS if k[0] in keys]]
         for tokenizer_key in [k for k in _TOKENIZERS if k[0] in keys]:
             del _TOKENIZERS[tokenizer_key]
+    if dropped:
+        del dropped  # the last reference: onnxruntime frees the session's buffers here
+        heap.trim()  # and glibc hands them back instead of keeping them for later (ONE_SHOT's point)
+
+
+class ParallelRuns:
+    """While open, runs of one model go one per core at once (each on one thread of its own), for
+    a process about to embed many texts and then let the model go; closed, it does nothing.
+
+    A context manager that owns the worker threads; :meth:`map` runs ``fn`` over ``items`` on
+    them in input order, or in the caller's thread when closed, on one core or with one item.
+    """
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> ParallelRuns:
+        if _cpu_count() > 1 and self._pool is None:
+            self._pool = ThreadPoolExecutor(_cpu_count(), thread_name_prefix="memsearch-onnx-run")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    @property
+    def active(self) -> bool:
+        return self._pool is not None
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        if self._pool is None or len(items) < 2:
+            return [fn(item) for item in items]
+        return list(self._pool.map(fn, items))
 
 
 @dataclass(frozen=True)

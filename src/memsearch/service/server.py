@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from memsearch import heap
 from memsearch.callerenv import as_caller, digest, snapshot
 from memsearch.errors import (
     MemSearchError,
@@ -34,7 +35,6 @@ from memsearch.errors import (
     UnsafeRunDirError,
 )
 from memsearch.files import atomic_write, try_lock
-from memsearch.service import heap
 from memsearch.service.activity import Activity
 from memsearch.service.manage import OWNERS, command_line
 from memsearch.service.ops import STORE_OPS, Op
@@ -70,7 +70,7 @@ HEARTBEAT_INTERVAL = 1.0
 #: does not exist (a read found nothing there, and reads create nothing): the command that started
 #: it has its answer, and waiting ``idle_timeout`` for a store that is not there helps nobody.
 MISSING_STORE_GRACE = 5.0
-#: Seconds between two returns of freed memory to the system (``memsearch.service.heap.trim``).
+#: Seconds between two returns of freed memory to the system (``memsearch.heap.trim``).
 TRIM_INTERVAL = 10.0
 #: Seconds :meth:`MemoryService.stop` gives each step (requests in flight, closing the stores):
 #: a request that hangs is left behind rather than keeping the service from stopping.
@@ -127,7 +127,7 @@ class MemoryService:
         self.owner = owner
         self.on_demand = owner == "on-demand"
         self.command = command_line()
-        if owner != "program":  # a process of its own: few malloc arenas (memsearch.service.heap)
+        if owner != "program":  # a process of its own: few malloc arenas (memsearch.heap)
             heap.limit_arenas()
         from memsearch.store.uri import resolve_uri
 
@@ -208,7 +208,7 @@ class MemoryService:
 
             # A service process's engines keep their model warm between requests and let it go
             # once unused (ModelLifecycle.IDLE), and freed memory goes back to the system after
-            # each burst of work (memsearch.service.heap). A program that owns the store serves
+            # each burst of work (memsearch.heap). A program that owns the store serves
             # the others from its own threads and keeps its own choices (a MemSearch keeps its
             # model; its heap is its own).
             self._model_idle = IdleRelease(self._activity.idle_seconds, self._release_models).start()

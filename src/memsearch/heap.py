@@ -1,9 +1,11 @@
 """Giving freed memory back to the system in a long-lived process (glibc only; a no-op elsewhere).
 
-Why: the memory service lives for hours. While it indexes, onnxruntime, numpy, tokenizers and
-Milvus Lite allocate and free hundreds of MB on several threads; glibc serves each thread from its
-own malloc arena (up to 8 per core) and keeps what was freed there instead of returning it, so the
-process's RSS stays at the high-water mark of its busiest moment. :func:`limit_arenas` caps the
+Why: a process that is done with its model (``memsearch.models.onnx_runtime.release``) has just
+freed ~100 MB that glibc would keep, and the memory service lives for hours. While it indexes,
+onnxruntime, numpy, tokenizers and Milvus Lite allocate and free hundreds of MB on several
+threads; glibc serves each thread from its own malloc arena (up to 8 per core) and keeps what was
+freed there instead of returning it, so the process's RSS stays at the high-water mark of its
+busiest moment. :func:`limit_arenas` caps the
 arenas (fewer, fuller arenas leave less free memory stranded) and :func:`trim` returns the free
 pages of every arena (``malloc_trim(0)``). Both are called through ctypes on the C library
 already loaded; on a platform without them (macOS, musl) they do nothing and say so by returning
@@ -19,7 +21,7 @@ import logging
 import sys
 import threading
 
-logger = logging.getLogger("memsearch.service.heap")
+logger = logging.getLogger("memsearch.heap")
 
 #: ``mallopt`` parameter number of ``M_ARENA_MAX`` in glibc's malloc.h.
 _M_ARENA_MAX = -8
