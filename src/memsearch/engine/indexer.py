@@ -138,13 +138,15 @@ class Indexer:
         self._clock = EmbedClock()
         scanned = scan_paths(self.settings)
         manifest, first_run = self._load_manifest()
+        if first_run and scanned.files:
+            # The model's one-time preparation (see below) first, before the notes are read: the
+            # graph builder's child process then adds its peak to this process at its smallest.
+            await asyncio.to_thread(self._embedder().prepare)
         # A first run opens the store now: index is a write (even an empty folder leaves a
         # collection to search), and opening settles the model of an index another program built.
         # A new Lite file with notes to index has no model to settle: it opens after the embedding
         # (_embed_ahead), so the model's memory and the store's are never held together.
         if first_run and not (scanned.files and self._new_lite_file()):
-            if scanned.files:  # the model's one-time preparation first (see below), not beside the store
-                await asyncio.to_thread(self._embedder().prepare)
             self._store()
             if self._model_settled():
                 return await self.index(force=force, progress=progress)
