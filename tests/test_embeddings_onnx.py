@@ -571,3 +571,16 @@ def test_a_bulk_runs_one_input_per_core_with_the_same_vectors_bit_for_bit(onnx: 
     assert loaded == ({1} if cores > 1 else {cores}) and both == {1, cores}
     onnx.release_model()
     assert not onnx_runtime._SESSIONS
+
+
+def test_parallel_runs_are_re_entrant() -> None:
+    """A nested use keeps the threads for the outer one; they go when the outermost use ends."""
+    from memsearch.models.onnx_runtime import ParallelRuns
+
+    runs = ParallelRuns()
+    cores = len(os.sched_getaffinity(0))
+    with runs:
+        with runs:
+            assert runs.map(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]
+        assert runs.active == (cores > 1)
+    assert not runs.active and runs.map(lambda x: x + 1, [1, 2]) == [2, 3]

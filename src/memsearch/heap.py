@@ -5,11 +5,10 @@ freed ~100 MB that glibc would keep, and the memory service lives for hours. Whi
 onnxruntime, numpy, tokenizers and Milvus Lite allocate and free hundreds of MB on several
 threads; glibc serves each thread from its own malloc arena (up to 8 per core) and keeps what was
 freed there instead of returning it, so the process's RSS stays at the high-water mark of its
-busiest moment. :func:`limit_arenas` caps the
-arenas (fewer, fuller arenas leave less free memory stranded) and :func:`trim` returns the free
-pages of every arena (``malloc_trim(0)``). Both are called through ctypes on the C library
-already loaded; on a platform without them (macOS, musl) they do nothing and say so by returning
-False. Measured figures are in evaluation/README.md (Soak).
+busiest moment. :func:`limit_arenas` caps the arenas (fewer, fuller arenas leave less free memory
+stranded) and :func:`trim` returns the free pages of every arena (``malloc_trim(0)``). Both are
+called through ctypes on the C library already loaded; on a platform without them (macOS, musl)
+they do nothing and say so by returning False. Measured figures are in evaluation/README.md (Soak).
 """
 
 from __future__ import annotations

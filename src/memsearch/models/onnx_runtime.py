@@ -171,20 +171,29 @@ class ParallelRuns:
     """While open, runs of one model go one per core at once (each on one thread of its own), for
     a process about to embed many texts and then let the model go; closed, it does nothing.
 
-    A context manager that owns the worker threads; :meth:`map` runs ``fn`` over ``items`` on
-    them in input order, or in the caller's thread when closed, on one core or with one item.
+    A context manager that owns the worker threads (re-entrant: they go when the outermost use
+    ends); :meth:`map` runs ``fn`` over ``items`` on them in input order, or in the caller's
+    thread when closed, on one core or with one item.
     """
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
+        self._depth = 0
+        self._lock = threading.Lock()
 
     def __enter__(self) -> ParallelRuns:
-        if _cpu_count() > 1 and self._pool is None:
-            self._pool = ThreadPoolExecutor(_cpu_count(), thread_name_prefix="memsearch-onnx-run")
+        with self._lock:
+            self._depth += 1
+            if _cpu_count() > 1 and self._pool is None:
+                self._pool = ThreadPoolExecutor(_cpu_count(), thread_name_prefix="memsearch-onnx-run")
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        pool, self._pool = self._pool, None
+        with self._lock:
+            self._depth -= 1
+            pool = self._pool if self._depth == 0 else None
+            if pool is not None:
+                self._pool = None
         if pool is not None:
             pool.shutdown(wait=True)
 
