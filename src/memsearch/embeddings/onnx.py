@@ -297,8 +297,8 @@ class OnnxEmbedding(BatchingEmbedder):
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed already-prefixed ``texts`` synchronously: one float32 row per text.
 
-        The texts are run in groups of at most ``max_length`` padded tokens (a batch of 4 chunks
-        of 256 tokens runs as 4 runs of one): the model's working memory grows with the tokens of
+        The texts are run in groups of at most ``max_length`` padded tokens (4 chunks of 256
+        tokens run as 4 runs of one): the model's working memory grows with the tokens of
         a run (attention: with their square), and onnxruntime keeps its high-water mark for the
         rest of the process. Indexing peaks lower so, at the same speed (docs/scaling.md); short
         texts, such as queries, still run together. Inside :meth:`bulk` the runs go one per core

@@ -9,8 +9,10 @@ Only genuinely changed files are chunked and diffed against the store by chunk I
 reference's ID formula, so indexes stay compatible).
 
 :meth:`Indexer.index` runs named steps: scan and diff against the manifest, read and chunk what
-changed (``memsearch.engine.index_scan``), open the store and prune deleted files, embed and upsert the
-new chunks (``memsearch.engine.index_pipeline``, which also says in what order it writes), then finish
+changed (``memsearch.engine.index_scan``), in a one-shot process embed every new text into the
+embedding cache before the store opens (:meth:`Indexer._embed_ahead`), open the store and prune
+deleted files, embed and upsert the new chunks (``memsearch.engine.index_pipeline``, which also
+says in what order it writes; after the step ahead every vector comes from the cache), then finish
 each file and save the manifest.
 """
 
