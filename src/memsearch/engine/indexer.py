@@ -19,7 +19,6 @@ each file and save the manifest.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -57,7 +56,14 @@ __all__ = [
     "format_error",
 ]
 
-logger = logging.getLogger("memsearch.engine.indexer")
+
+class _StoppedAhead(Exception):
+    """The embedding ahead failed after some steps went into the cache: those are stored, then
+    ``error`` is raised."""
+
+    def __init__(self, error: EmbeddingError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -180,20 +186,28 @@ class Indexer:
         # once, by a child process) comes first, not beside the store, and the model loads on a
         # worker thread while the store opens (the model's work releases the GIL, so the two
         # overlap; docs/scaling.md has what a cold start costs).
-        ahead = bool(work) and await self._embed_ahead(work, progress)
+        failure: EmbeddingError | None = None
+        try:
+            ahead = bool(work) and await self._embed_ahead(work, progress)
+        except _StoppedAhead as stopped:  # store the steps embedded before it, then report it
+            ahead, failure = True, stopped.error
         if work and not ahead:
             await asyncio.to_thread(self._embedder().prepare)
             warm = self._embedder().warm
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(retrieved)
         store = self._store()
         if self._model_settled():  # the chunk IDs above were made with another model's name
+            if failure is not None:
+                raise failure
             return await self.index(force=force, progress=progress)
-        if manifest.files and store.count() == 0:
+        if manifest.files and store.count() == 0 and failure is None:
             # A fresh or dropped collection: nothing the manifest claims is really there.
             return await self._start_over(progress)
 
         deleted = self._prune(store, manifest, scanned, changes.active, changes.gone, force)
         mark_new_chunks(store, work, force=force)
+        if failure is not None:
+            self._only_cached(work)
         embedded = 0
         try:
             release = self._lifecycle.drops_after_use and not ahead
@@ -206,6 +220,8 @@ class Indexer:
             manifest.save()
         if embedded or stale_deleted or deleted:
             store.flush()
+        if failure is not None:
+            raise failure
         return IndexReport(
             embedded,
             total,
@@ -347,9 +363,10 @@ class Indexer:
         peaked 95 MB lower than with the store's work pipelined beside the embedding, for a few
         seconds of store work no longer hidden behind the model (docs/scaling.md). The vectors go
         to the cache a step at a time and are not kept here: the run holds no list of them. If
-        the embedding fails part way, the steps already embedded are stored as the pipelined path
-        stores them (False); a run cut short otherwise keeps what it embedded in the cache, so the
-        next one embeds only the rest.
+        the embedding fails part way, the steps already embedded are stored from the cache (the
+        provider is not asked again) and then the error is raised (:class:`_StoppedAhead`); if the
+        first step fails, the error is raised at once and the store is not opened. A run cut
+        short keeps what it embedded in the cache, so the next one embeds only the rest.
         """
         from memsearch.embeddings.cache import CachedEmbedder
 
@@ -365,12 +382,28 @@ class Indexer:
             for start in range(0, len(missing), UPSERT_BATCH):
                 try:
                     await embed(embedder, missing[start : start + UPSERT_BATCH], self._clock)
-                except EmbeddingError:
-                    # Store what the cache holds now: the pipelined path takes those steps from
-                    # it, then meets the failure at the first text it lacks and reports it.
-                    logger.debug("embedding ahead stopped; storing what was embedded", exc_info=True)
-                    return False
+                except EmbeddingError as exc:
+                    embedder.release_model()
+                    if not start:  # nothing embedded: nothing to store, and no store opened
+                        raise
+                    raise _StoppedAhead(exc) from exc
                 if progress:
                     progress(min(start + UPSERT_BATCH, len(missing)), len(missing))
         embedder.release_model()
         return True
+
+    def _only_cached(self, work: list[FileWork]) -> None:
+        """After the embedding ahead failed: keep to embed only the chunks whose vectors the cache
+        holds, so storing them asks the provider nothing (the failed request is not repeated). A
+        file left with chunks to embed stays out of the manifest and is retried next run."""
+        from memsearch.embeddings.cache import CachedEmbedder
+
+        embedder = self._embedder()
+        if not isinstance(embedder, CachedEmbedder):  # (only a cached embedder embeds ahead)
+            return
+        text = {
+            (id(w), i): clean_content_for_embedding(w.chunks[i].content) for w in work for i in w.to_embed
+        }
+        lacking = set(embedder.uncached(list(text.values())))
+        for w in work:
+            w.to_embed = [i for i in w.to_embed if text[id(w), i] not in lacking]
