@@ -181,7 +181,7 @@ class Indexer:
             manifest.save()
             return IndexReport(0, total, indexed, failed, warnings=tuple(warnings), changed_files=0)
 
-        # A small run that indexes once embeds into the cache before the store opens (see
+        # A run that indexes once embeds into the cache before the store opens (see
         # _embed_ahead). Otherwise the model's one-time file preparation (the ONNX graph optimised
         # once, by a child process) comes first, not beside the store, and the model loads on a
         # worker thread while the store opens (the model's work releases the GIL, so the two
