@@ -59,11 +59,12 @@ __all__ = [
 
 class _StoppedAhead(Exception):
     """The embedding ahead failed after some steps went into the cache: those are stored, then
-    ``error`` is raised."""
+    ``error`` is raised. ``lacking``: the texts it did not embed."""
 
-    def __init__(self, error: EmbeddingError) -> None:
+    def __init__(self, error: EmbeddingError, lacking: frozenset[str]) -> None:
         super().__init__(str(error))
         self.error = error
+        self.lacking = lacking
 
 
 @dataclass(frozen=True)
@@ -186,11 +187,12 @@ class Indexer:
         # once, by a child process) comes first, not beside the store, and the model loads on a
         # worker thread while the store opens (the model's work releases the GIL, so the two
         # overlap; docs/scaling.md has what a cold start costs).
-        failure: EmbeddingError | None = None
+        stopped: _StoppedAhead | None = None
         try:
             ahead = bool(work) and await self._embed_ahead(work, progress)
-        except _StoppedAhead as stopped:  # store the steps embedded before it, then report it
-            ahead, failure = True, stopped.error
+        except _StoppedAhead as stop:  # store the steps embedded before it, then report it
+            ahead, stopped = True, stop
+        failure = stopped.error if stopped is not None else None
         if work and not ahead:
             await asyncio.to_thread(self._embedder().prepare)
             warm = self._embedder().warm
@@ -206,8 +208,13 @@ class Indexer:
 
         deleted = self._prune(store, manifest, scanned, changes.active, changes.gone, force)
         mark_new_chunks(store, work, force=force)
-        if failure is not None:
-            self._only_cached(work)
+        if stopped is not None:  # store only what is in the cache: the provider is not asked again
+            for w in work:
+                w.to_embed = [
+                    i
+                    for i in w.to_embed
+                    if clean_content_for_embedding(w.chunks[i].content) not in stopped.lacking
+                ]
         embedded = 0
         try:
             release = self._lifecycle.drops_after_use and not ahead
@@ -364,9 +371,10 @@ class Indexer:
         seconds of store work no longer hidden behind the model (docs/scaling.md). The vectors go
         to the cache a step at a time and are not kept here: the run holds no list of them. If
         the embedding fails part way, the steps already embedded are stored from the cache (the
-        provider is not asked again) and then the error is raised (:class:`_StoppedAhead`); if the
-        first step fails, the error is raised at once and the store is not opened. A run cut
-        short keeps what it embedded in the cache, so the next one embeds only the rest.
+        provider is not asked again; a file with a chunk left out stays out of the manifest and is
+        retried next run), then the error is raised (:class:`_StoppedAhead`); if the first step
+        fails, the error is raised at once and the store is not opened. A run cut short keeps
+        what it embedded in the cache, so the next one embeds only the rest.
         """
         from memsearch.embeddings.cache import CachedEmbedder
 
@@ -386,24 +394,8 @@ class Indexer:
                     embedder.release_model()
                     if not start:  # nothing embedded: nothing to store, and no store opened
                         raise
-                    raise _StoppedAhead(exc) from exc
+                    raise _StoppedAhead(exc, frozenset(missing[start:])) from exc
                 if progress:
                     progress(min(start + UPSERT_BATCH, len(missing)), len(missing))
         embedder.release_model()
         return True
-
-    def _only_cached(self, work: list[FileWork]) -> None:
-        """After the embedding ahead failed: keep to embed only the chunks whose vectors the cache
-        holds, so storing them asks the provider nothing (the failed request is not repeated). A
-        file left with chunks to embed stays out of the manifest and is retried next run."""
-        from memsearch.embeddings.cache import CachedEmbedder
-
-        embedder = self._embedder()
-        if not isinstance(embedder, CachedEmbedder):  # (only a cached embedder embeds ahead)
-            return
-        text = {
-            (id(w), i): clean_content_for_embedding(w.chunks[i].content) for w in work for i in w.to_embed
-        }
-        lacking = set(embedder.uncached(list(text.values())))
-        for w in work:
-            w.to_embed = [i for i in w.to_embed if text[id(w), i] not in lacking]
