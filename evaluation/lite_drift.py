@@ -155,15 +155,17 @@ def check(budget: float = BUDGET, release: str | None = None) -> str:
         if in_range(latest, MILVUS_LITE_RANGE)
         else f"outside the pinned range {low} to below {high}"
     )
+    step = "installing it"
     try:
         try:
             here = installed("milvus-lite")
         except PackageNotFoundError:
             here = None
         site = None if here == latest else install(latest, deadline)
+        step = "running the equivalence tests"
         verdict = compare(site, latest, deadline)
     except subprocess.TimeoutExpired:
-        verdict = f"no verdict within {budget:g} s (timed out)"
+        verdict = f"no verdict within {budget:g} s (timed out {step})"
     except subprocess.CalledProcessError as exc:
         why = (str(exc.stderr or "").strip().splitlines() or ["pip failed"])[-1]
         verdict = f"not checked: it did not install ({why})"

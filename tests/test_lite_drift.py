@@ -15,6 +15,8 @@ from pathlib import Path
 from memsearch.store.lite import MILVUS_LITE_RANGE
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Seconds the verdict test gives the check.
+BUDGET = 420
 
 
 def drift(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -24,12 +26,15 @@ def drift(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         text=True,
         cwd=ROOT,
         env={**os.environ, **(env or {})},
-        timeout=240,
+        timeout=BUDGET + 60,
     )
 
 
 def test_a_release_the_fast_path_does_not_equal_is_named_with_its_tests() -> None:
-    proc = drift("--release", "3.2.1")
+    # A roomier time box than CI's own check (170 s): this test asks for the verdict, and under the
+    # suite's load (three workers and the real hosts on two cores) the install and the equivalence
+    # tests have been seen to outlast 170 s, though they take ~6 s on an idle machine.
+    proc = drift("--release", "3.2.1", "--budget", str(BUDGET))
     assert proc.returncode == 0, proc.stderr
     low, high = MILVUS_LITE_RANGE
     prefix = f"lite drift: milvus-lite 3.2.1 (outside the pinned range {low} to below {high}): DIFFERS: "
