@@ -66,6 +66,14 @@ class _StoppedAhead(Exception):
         self.error = error
         self.lacking = lacking
 
+    def leave_out(self, work: list[FileWork]) -> None:
+        """Keep in ``work`` only the chunks whose text is in the cache: the provider is not asked
+        again (a file with a chunk left out stays out of the manifest and is retried next run)."""
+        for w in work:
+            w.to_embed = [
+                i for i in w.to_embed if clean_content_for_embedding(w.chunks[i].content) not in self.lacking
+            ]
+
 
 @dataclass(frozen=True)
 class IndexSettings:
@@ -192,29 +200,23 @@ class Indexer:
             ahead = bool(work) and await self._embed_ahead(work, progress)
         except _StoppedAhead as stop:  # store the steps embedded before it, then report it
             ahead, stopped = True, stop
-        failure = stopped.error if stopped is not None else None
         if work and not ahead:
             await asyncio.to_thread(self._embedder().prepare)
             warm = self._embedder().warm
             asyncio.get_running_loop().run_in_executor(None, warm).add_done_callback(retrieved)
         store = self._store()
         if self._model_settled():  # the chunk IDs above were made with another model's name
-            if failure is not None:
-                raise failure
+            if stopped is not None:
+                raise stopped.error
             return await self.index(force=force, progress=progress)
-        if manifest.files and store.count() == 0 and failure is None:
+        if manifest.files and store.count() == 0 and stopped is None:
             # A fresh or dropped collection: nothing the manifest claims is really there.
             return await self._start_over(progress)
 
         deleted = self._prune(store, manifest, scanned, changes.active, changes.gone, force)
         mark_new_chunks(store, work, force=force)
-        if stopped is not None:  # store only what is in the cache: the provider is not asked again
-            for w in work:
-                w.to_embed = [
-                    i
-                    for i in w.to_embed
-                    if clean_content_for_embedding(w.chunks[i].content) not in stopped.lacking
-                ]
+        if stopped is not None:
+            stopped.leave_out(work)
         embedded = 0
         try:
             release = self._lifecycle.drops_after_use and not ahead
@@ -227,8 +229,8 @@ class Indexer:
             manifest.save()
         if embedded or stale_deleted or deleted:
             store.flush()
-        if failure is not None:
-            raise failure
+        if stopped is not None:
+            raise stopped.error
         return IndexReport(
             embedded,
             total,
