@@ -19,8 +19,8 @@ Layout of one backup, ``<id>/`` (ids sort by creation):
 
 - ``record.json``: ``{"id", "command", "what", "created", "files": [{"path", "blob"}]}``; the backup
   exists once this file does. ``record.pending`` is the same record while the change it keeps is
-  not yet committed (its ``lock`` held by the process making it); completing that change publishes
-  it, and one nobody completes is removed.
+  not yet committed (``locks/<id>.lock`` held by the process making it, taken before the folder
+  exists); completing that change publishes it, and one nobody completes is removed.
 - ``<n>.blob``: one JSON header line (the path; the size and sha256 of what the file held right
   after the change; the holes and their hashes; whether it was indexed), then the bytes a restore
   writes back.
@@ -43,7 +43,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,7 +185,7 @@ def _new_id() -> str:
 
 
 class Staged:
-    """A backup made before its change is committed: ``record.pending``, its ``lock`` held by this
+    """A backup made before its change is committed: ``record.pending``, its lock held by this
     process until :meth:`close` (see the module docstring)."""
 
     def __init__(self, backup_id: str, lock_fd: int) -> None:
@@ -201,13 +201,14 @@ class Staged:
 def stage(command: str, what: str, files: Sequence[KeptFile]) -> Staged:
     """Keep ``files`` as a pending backup of ``command`` (``forget``/``scan``); :func:`publish` it
     once the change is committed."""
+    from memsearch import private
     from memsearch.files import atomic_write, try_lock
 
     backup_id = _new_id()
+    lock_fd = try_lock(private.private_dir(_root() / "locks") / f"{backup_id}.lock")
+    assert lock_fd is not None  # a new id: nobody else can hold it
     folder = _root() / backup_id
     folder.mkdir(mode=0o700)
-    lock_fd = try_lock(folder / "lock")
-    assert lock_fd is not None  # a new folder: nobody else can hold it
     entries = []
     for n, kept in enumerate(files):
         header: dict[str, Any] = {
@@ -238,8 +239,7 @@ def publish(backup_id: str) -> None:
     folder = _root() / backup_id
     with contextlib.suppress(FileNotFoundError):
         os.replace(folder / "record.pending", folder / "record.json")
-    with contextlib.suppress(FileNotFoundError):
-        (folder / "lock").unlink()
+    _lock(backup_id).unlink(missing_ok=True)
     sweep(None)
 
 
@@ -251,19 +251,24 @@ def _remove(folder: Path) -> None:
     shutil.rmtree(gone, ignore_errors=True)
 
 
-def _held(folder: Path) -> bool:
+def _lock(backup_id: str) -> Path:
+    return _root() / "locks" / f"{backup_id}.lock"
+
+
+def _held(backup_id: str) -> bool:
     from memsearch.files import lock_is_held
 
     try:
-        return lock_is_held(folder / "lock")
+        return lock_is_held(_lock(backup_id))
     except OSError:
         return False
 
 
-def sweep(pending_ok: Sequence[str] | None) -> None:
+def sweep(committed: Callable[[str], bool] | None) -> None:
     """Tidy the backups folder: apply the retention rule, remove a restore's ``.filled`` copies that
-    never got committed and, unless ``pending_ok`` is None, the pending backups whose maker is gone
-    and that no committed change names (``pending_ok``). Never raises (it runs before other work)."""
+    never got committed and, unless ``committed`` is None, the pending backups whose maker is gone
+    (their lock is free) and that no committed change names (``committed(id)``, asked then, after
+    the lock: a change is committed before its maker lets the lock go). Never raises."""
     from memsearch.config import memsearch_home
 
     if not (memsearch_home() / "backups").is_dir():
@@ -272,15 +277,19 @@ def sweep(pending_ok: Sequence[str] | None) -> None:
         root = _root()
         published: list[tuple[float, Path]] = []
         for folder in root.iterdir():
-            if folder.name.startswith("."):
+            if folder.name == "locks":
+                continue
+            if folder.name.endswith(".deleting"):
                 shutil.rmtree(folder, ignore_errors=True)  # a removal a killed process left
                 continue
             if (folder / "restoring.json").exists():
                 continue  # completed by recover_restores
             record = _read_record(folder)
             if record is None:
-                if pending_ok is not None and folder.name not in pending_ok and not _held(folder):
+                abandoned = committed is not None and not _held(folder.name) and not committed(folder.name)
+                if abandoned and not (folder / "record.json").exists():  # (not published meanwhile)
                     _remove(folder)
+                    _lock(folder.name).unlink(missing_ok=True)
                 continue
             for stray in folder.glob("*.filled"):
                 stray.unlink(missing_ok=True)

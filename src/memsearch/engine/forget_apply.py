@@ -47,7 +47,7 @@ from memsearch.engine.journal import is_journal
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
-    from memsearch.engine.backups import KeptFile
+    from memsearch.engine.backups import KeptFile, Staged
     from memsearch.engine.interface import Memory
     from memsearch.redact import Redactor
 
@@ -55,7 +55,6 @@ __all__ = [
     "Change",
     "Outcome",
     "cache_keys",
-    "commit_change",
     "contents",
     "finish",
     "forget_blocks",
@@ -161,36 +160,42 @@ def _pause(stage: str) -> None:
 
 @dataclass
 class Change:
-    """A change planned under its files' locks (held by the caller until it is applied): the
-    intent, each edit with its open file, and the notes to keep (``kept``) with why."""
+    """A change planned under its files' locks (held by the caller until :meth:`commit` returns):
+    the intent, each edit with its open file, and the notes to keep (``kept``) with why."""
 
     intent: Intent
     held: list[tuple[FileEdit, IO[bytes]]] = field(default_factory=list)
     kept: list[KeptFile] = field(default_factory=list)
     command: str = "forget"
     what: str = "forget"
+    _staged: Staged | None = None
+    _record: Path | None = None
 
+    def commit(self) -> None:
+        """Steps 2 and 3 of the module docstring, the locks still held: keep the notes as a
+        pending backup (its lock held until :meth:`finish` publishes it, so no tidying process
+        takes it for an abandoned one), commit the intent, apply every edit."""
+        from memsearch.engine import backups
 
-def commit_change(change: Change) -> Path:
-    """Steps 2 and 3 of the module docstring, the locks still held: keep the notes as a pending
-    backup, commit the intent, apply every edit. Returns the intent record (for :func:`finish`)."""
-    from memsearch.engine import backups
-
-    staged = backups.stage(change.command, change.what, change.kept) if change.kept else None
-    try:
-        if staged is not None:
-            change.intent.backup = staged.id
+        if self.kept:
+            self._staged = backups.stage(self.command, self.what, self.kept)
+            self.intent.backup = self._staged.id
         _pause("locked")
-        record = _commit(change.intent)
+        self._record = _commit(self.intent)
         _pause("committed")
-        for k, (edit, fh) in enumerate(change.held):
+        for k, (edit, fh) in enumerate(self.held):
             apply_held(edit, fh)
             if k == 0:
                 _pause("applied")
-    finally:
-        if staged is not None:
-            staged.close()
-    return record
+
+    def finish(self, cfg: MemSearchConfig) -> Outcome:
+        """Step 4 (after :meth:`commit`, the files' locks let go)."""
+        assert self._record is not None
+        try:
+            return finish(self.intent, self._record, cfg)
+        finally:
+            if self._staged is not None:
+                self._staged.close()
 
 
 def forget_blocks(
@@ -237,8 +242,8 @@ def forget_blocks(
             else:
                 change.kept.append(KeptFile(path, raw, new or b"", indexed=indexed))
         change.intent.cache_keys = sorted(cache_keys(memory, keys))
-        record = commit_change(change)
-    return finish(change.intent, record, cfg)
+        change.commit()
+    return change.finish(cfg)
 
 
 _TRANSCRIPT_FIELDS = ("transcript", "rollout", "db")
@@ -398,8 +403,17 @@ def recover(cfg: MemSearchConfig) -> tuple[int, int]:
             continue  # unreadable: left for the user to look at, never guessed at
         finish(intent, record, cfg)
         done += 1
-    backups.sweep(pending_ok=())
+    backups.sweep(committed=_committed)
     return done, len(restored)
+
+
+def _committed(backup_id: str) -> bool:
+    """Whether a change not yet finished names the pending backup ``backup_id`` (read now)."""
+    for record in pending():
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(record.read_text(encoding="utf-8")).get("backup") == backup_id:
+                return True
+    return False
 
 
 def reindex_restored(cfg: MemSearchConfig, paths: Sequence[str]) -> int:

@@ -40,8 +40,6 @@ from memsearch.engine.forget_apply import (
     Intent,
     Outcome,
     cache_keys,
-    commit_change,
-    finish,
     texts_gone,
 )
 from memsearch.engine.journal import is_journal
@@ -289,5 +287,5 @@ def forget_secret(
                 hint="check the value (it is matched exactly, case included)",
             )
         change.intent.cache_keys = sorted(cache_keys(memory, keys))
-        record = commit_change(change)
-    return finish(change.intent, record, cfg)
+        change.commit()
+    return change.finish(cfg)

@@ -124,8 +124,6 @@ def redact_journals(
         Intent,
         Outcome,
         cache_keys,
-        commit_change,
-        finish,
         texts_gone,
     )
     from memsearch.engine.journal import is_journal
@@ -163,8 +161,8 @@ def redact_journals(
         if not change.held:
             return Outcome((), (), 0, 0), {}
         change.intent.cache_keys = sorted(cache_keys(memory, keys))
-        record = commit_change(change)
-    outcome = finish(change.intent, record, cfg)
+        change.commit()
+    outcome = change.finish(cfg)
     redact.record("scan", counts)
     return outcome, done
 
