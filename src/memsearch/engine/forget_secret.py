@@ -19,7 +19,8 @@ this takes the value itself and replaces every occurrence with :data:`LABEL`, in
 The value is looked for as written and as it reads inside a JSON string. Not searched: the agent
 hosts' own transcripts, git history (``.git`` folders are skipped), other stores and collections,
 the embedding model and jieba caches (no memory text), the embedding cache file (hashes and
-vectors only). The intent record holds positions and hashes, never the value; a kill -9 at any
+vectors only), your settings (``~/.memsearch/config.toml``, the MCP token: a key kept there on
+purpose stays; rotate it). The intent record holds positions and hashes, never the value; a kill -9 at any
 point leaves the value everywhere or, after the next ``forget``/``index``/``scan``, nowhere.
 """
 
@@ -60,6 +61,8 @@ MAX_BYTES = 64 << 20
 #: Folders under ``~/.memsearch`` that hold no memory text (models, dictionaries).
 _NO_TEXT = frozenset({"onnx-optimized", "cache"})
 _MARKDOWN = (".md", ".markdown")
+#: Files in ``~/.memsearch`` that are your settings, not memory: never changed.
+_SETTINGS = frozenset({"config.toml", "mcp-token"})
 
 
 def check_value(value: str) -> None:
@@ -127,9 +130,12 @@ def _kind(path: Path, home: Path) -> str:
 
 
 def _skipped(path: Path, home: Path) -> bool:
-    """Files never searched: memsearch's caches of no text, lock files, a backup's own records."""
+    """Files never searched: memsearch's caches of no text, lock files, a backup's own records, and
+    your settings (``config.toml``, the MCP token), where a key is meant to be."""
     name = path.name
     if name.startswith("embedding-cache.sqlite") or name.endswith(".lock") or name == "LOCK":
+        return True
+    if path.parent == home and name in _SETTINGS:
         return True
     return path.parent.parent == home / "backups" and path.suffix != ".blob"
 
