@@ -117,17 +117,16 @@ def scrub_blob(raw: bytes, spans: Sequence[tuple[int, int, Any]], secret: dict[s
     secrets: list[dict[str, str]] = header.setdefault("secrets", [])
     secrets.append({"salt": secret["salt"], "hash": secret["hash"]})
     index = len(secrets) - 1
-    holes: list[list[int]] = header.setdefault("holes", [])
-    parts, at, shift, new = [], 0, 0, []
+    parts, at, shift, new, moves = [], 0, 0, [], [(0, 0)]
     for start, end, form in sorted(spans):
         parts += [body[at:start], label]
         new.append([start + shift, len(label), index, int(form)])
-        moved = len(label) - (end - start)
-        holes[:] = [[h[0] + moved if h[0] >= end else h[0], *h[1:]] for h in holes]
-        shift += moved
+        shift += len(label) - (end - start)
+        moves.append((end, shift))  # a place at or after ``end`` moves by ``shift``
         at = end
     parts.append(body[at:])
-    header["holes"] = sorted(holes + new)
+    old = [[h[0] + max(m for e, m in moves if e <= h[0]), *h[1:]] for h in header.get("holes", [])]
+    header["holes"] = sorted(old + new)
     header.pop("body_sha256", None)  # the body now has holes: it is checked by them
     return _blob(header, b"".join(parts))
 
