@@ -129,7 +129,7 @@ def test_a_forgotten_section_of_a_note_comes_back_byte_for_byte(world: World) ->
     proc = world.run("forget", chunk, "--yes")
     assert proc.returncode == 0, proc.stderr
     assert b"pitchfork" not in world.note.read_bytes() and not world.found("compost heap pitchfork")
-    assert "Kept the files as they were: backup " in proc.stdout
+    assert "Kept the notes as they were: backup " in proc.stdout
     listed = world.backups()
     assert "forget: 1 file" in listed and str(world.note) in listed
     for path in _backup_files():  # private, whatever the umask
@@ -151,7 +151,7 @@ def test_journal_entries_are_not_kept_and_a_journal_forget_says_so(world: World)
     assert "journal entries are not" not in asked.stdout  # only journals: nothing is kept
     proc = world.run("forget", "--turn", "t2", "--yes")
     assert proc.returncode == 0, proc.stderr
-    assert "porcupine" not in world.journal.read_text() and "Kept the files" not in proc.stdout
+    assert "porcupine" not in world.journal.read_text() and "Kept the notes" not in proc.stdout
     assert "No backups of `memsearch forget` are kept." in world.backups()
 
 

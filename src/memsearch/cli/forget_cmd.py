@@ -191,7 +191,7 @@ def forget(
         f"{plural(len(outcome.removed), 'journal')} removed, "
         f"{plural(outcome.cache_deleted, 'cached vector')} deleted, reindexed."
     )
-    undo_view.report_outcome(outcome, undo_hint="memsearch forget --undo")
+    undo_view.report_outcome(outcome, kept="the notes as they were", undo="memsearch forget --undo")
 
 
 def _select(

@@ -60,8 +60,7 @@ def forget_value(
         outcome = forget_secret.forget_secret(value, cfg, memory, roots, redact.current(cfg))
     click.echo(
         f"Forgot the value: {plural(len(outcome.changed), 'file')} rewritten, "
-        f"{plural(len(outcome.removed), 'journal')} removed, "
         f"{plural(len(outcome.scrubbed), 'file')} of memsearch's cleaned, "
         f"{plural(outcome.cache_deleted, 'cached vector')} deleted, reindexed."
     )
-    report_outcome(outcome, undo_hint="memsearch forget --secret - --undo")
+    report_outcome(outcome, kept="the notes without the value", undo="memsearch forget --secret - --undo")

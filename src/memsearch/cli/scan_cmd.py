@@ -138,4 +138,4 @@ def _redact(
     for path, count in done.items():
         click.echo(f"Redacted {plural(count, 'item')} in {shown(str(path))}")
     click.echo(f"Reindexed: {plural(outcome.reindexed_chunks, 'chunk')} embedded.")
-    undo_view.report_outcome(outcome, undo_hint="memsearch scan --restore")
+    undo_view.report_outcome(outcome, kept="the journals as they were", undo="memsearch scan --restore")

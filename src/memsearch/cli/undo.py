@@ -23,9 +23,8 @@ if TYPE_CHECKING:
 
 #: The help text shared by the commands' ``--secret`` options.
 SECRET_HELP = (
-    "the value itself; `-` reads it from stdin (one value a line) or asks for it without echo. "
-    "A value given on the command line is visible to other users in `ps` and stays in your "
-    "shell history: prefer `-`."
+    "`-` reads it from stdin (one a line) or asks for it without echo; a value typed on the command "
+    "line is visible to other users in `ps` and stays in your shell history: prefer `-`."
 )
 #: What a listing calls each command's backups, and how one is restored.
 RESTORE = {"forget": "memsearch forget --undo", "scan": "memsearch scan --restore"}
@@ -112,8 +111,9 @@ def completed_line(done: tuple[int, int]) -> str:
     return f"Completed {' and '.join(parts)}." if parts else ""
 
 
-def report_outcome(outcome: Outcome, *, undo_hint: str) -> None:
-    """The lines every change ends with: what the store's rewrite did, and the backup to undo it."""
+def report_outcome(outcome: Outcome, *, kept: str, undo: str) -> None:
+    """The lines every change ends with: what the store's rewrite did, and the backup that undoes
+    it (``kept`` says what it holds, ``undo`` is the command, before the backup's id)."""
     purged = outcome.purged
     if purged.get("requested"):
         click.echo("The Milvus server was asked to compact: it drops the deleted rows' data when that runs.")
@@ -131,7 +131,7 @@ def report_outcome(outcome: Outcome, *, undo_hint: str) -> None:
             err=True,
         )
     if outcome.backup:
-        click.echo(f"Kept the files as they were: backup {outcome.backup} (`{undo_hint} {outcome.backup}`).")
+        click.echo(f"Kept {kept}: backup {outcome.backup} (`{undo} {outcome.backup}` gives them back).")
 
 
 def confirm(question: str, flags: dict[str, Any], *, notes: bool = False, command: str = "forget") -> None:
