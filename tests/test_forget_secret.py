@@ -295,7 +295,7 @@ def test_forget_secrets_killed_at_random_times_leave_the_value_everywhere_or_now
     assert full.returncode == 0 and _state(w) == "after"
     rng = random.Random(37)
     seen = []
-    for _ in range(4):
+    for _ in range(3):
         w.plant()
         assert _state(w) == "before"
         proc = w.forget()
