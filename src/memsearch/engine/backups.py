@@ -43,7 +43,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -281,11 +281,11 @@ def sweep(committed: Callable[[str], bool] | None) -> None:
             if folder.name.endswith(".deleting"):
                 shutil.rmtree(folder, ignore_errors=True)  # a removal a killed process left
                 continue
-            if (folder / "restoring.json").exists():
-                continue  # completed by recover_restores
+            if (folder / "restoring.json").exists() or _held(folder.name):
+                continue  # a restore under way (or one recover_restores completes), a change being made
             record = _read_record(folder)
             if record is None:
-                abandoned = committed is not None and not _held(folder.name) and not committed(folder.name)
+                abandoned = committed is not None and not committed(folder.name)
                 if abandoned and not (folder / "record.json").exists():  # (not published meanwhile)
                     _remove(folder)
                     _lock(folder.name).unlink(missing_ok=True)
@@ -391,6 +391,7 @@ def restore(backup_id: str, values: Sequence[str] = (), *, force: bool = False) 
 
     folder, record, plans = _load(backup_id, values)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_restoring(backup_id))
         held = [stack.enter_context(locked(Path(p.header["path"]))) for p in plans]
         currents = [_read(fh) for fh in held]
         changed = [(p, c) for p, c in zip(plans, currents, strict=True) if _state(p, c) == "changed"]
@@ -416,8 +417,25 @@ def restore(backup_id: str, values: Sequence[str] = (), *, force: bool = False) 
         atomic_write(folder / "restoring.json", json.dumps({"files": entries}), private=True, fsync=True)
         _pause("restore-committed")
         done = [_restore_one(folder, p.header, e, fh) for p, e, fh in zip(plans, entries, held, strict=True)]
-    _remove(folder)
+        _remove(folder)
     return done
+
+
+@contextlib.contextmanager
+def _restoring(backup_id: str) -> Iterator[None]:
+    """Hold the backup's lock for a restore: one restore at a time, and no tidying meanwhile."""
+    from memsearch import private
+    from memsearch.errors import BackupError
+    from memsearch.files import try_lock
+
+    fd = try_lock(private.private_dir(_root() / "locks") / f"{backup_id}.lock")
+    if fd is None:
+        raise BackupError(f"backup {backup_id} is being restored by another process", hint="wait for it")
+    try:
+        yield
+    finally:
+        os.close(fd)
+        _lock(backup_id).unlink(missing_ok=True)
 
 
 def _load(backup_id: str, values: Sequence[str]) -> tuple[Path, dict[str, Any], list[_Plan]]:
@@ -456,9 +474,8 @@ def _restore_one(folder: Path, header: dict[str, Any], entry: dict[str, Any], fh
     from memsearch.files import atomic_write
 
     path = header["path"]
-    filled_file = folder / f"{entry['n']}.filled"
-    if filled_file.exists():
-        filled = private.read_private(filled_file)
+    if header.get("holes"):  # its filled copy, written before the restore was committed
+        filled = private.read_private(folder / f"{entry['n']}.filled")
     else:
         filled = _unblob(private.read_private(folder / f"{entry['n']}.blob"))[1]
     plan = _Plan(header, filled)
@@ -477,6 +494,7 @@ def recover_restores() -> list[Restored]:
     """Complete every restore a killed process committed (``restoring.json``); what they gave back."""
     from memsearch import private
     from memsearch.config import memsearch_home
+    from memsearch.errors import BackupError
     from memsearch.files import locked
 
     if not (memsearch_home() / "backups").is_dir():
@@ -485,14 +503,15 @@ def recover_restores() -> list[Restored]:
     for marker in sorted(_root().glob("*/restoring.json")):
         folder = marker.parent
         try:
-            entries = json.loads(private.read_private(marker))["files"]
-            for entry in entries:
-                header, _ = _unblob(private.read_private(folder / f"{entry['n']}.blob"))
-                with locked(Path(header["path"])) as fh:
-                    done.append(_restore_one(folder, header, entry, fh))
-        except (OSError, ValueError, KeyError, TypeError):
+            with _restoring(folder.name):  # (a restore still running elsewhere is its own to finish)
+                entries = json.loads(private.read_private(marker))["files"]
+                for entry in entries:
+                    header, _ = _unblob(private.read_private(folder / f"{entry['n']}.blob"))
+                    with locked(Path(header["path"])) as fh:
+                        done.append(_restore_one(folder, header, entry, fh))
+                _remove(folder)
+        except (BackupError, OSError, ValueError, KeyError, TypeError):
             continue  # unreadable: left for the user to look at, never guessed at
-        _remove(folder)
     return done
 
 
