@@ -910,6 +910,12 @@ def main(argv: list[str] | None = None) -> None:
         help="only these rows, comma-separated: "
         + ", ".join(r.key for r in [*ROWS, *REDACTION_ROWS, *SCALE_ROWS]),
     )
+    parser.add_argument(
+        "--purge",
+        default="1000,10000",
+        help="store sizes for the cost of forget's rewrite of Milvus Lite's files "
+        "(evaluation/purge_cost.py); '' for none",
+    )
     parser.add_argument("--work", type=Path, default=None, help="work folder, emptied first (default: new)")
     args = parser.parse_args(argv)
     rows = selected(args)  # an unknown --only fails before any setup
@@ -962,6 +968,14 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(redaction))
     if FULL in measured:
         print("\n" + model_share(measured[FULL]["ours"]))
+    if sizes := [int(n) for n in args.purge.split(",") if n.strip()]:
+        from evaluation.purge_cost import measure as purge_cost
+        from evaluation.purge_cost import table as purge_table
+
+        print(
+            "\nWhat forget's rewrite of Milvus Lite's files costs (ours only: the original never does it)\n"
+        )
+        print(purge_table([purge_cost(n, args.repeat) for n in sizes]))
     print(
         "\nPeak RSS: the larger of wait4's ru_maxrss (largest process) and the summed RSS of the "
         "process tree sampled every 50 ms. Processes left behind by measured commands (stopped "

@@ -34,11 +34,17 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
         "-m",
         "evaluation.bench",
         *("--chunks", "40", "--small-chunks", "20", "--scale", "30"),
-        *("--repeat", "1", "--full-repeat", "1", "--work", str(tmp_path / "work")),
+        *("--repeat", "1", "--full-repeat", "1", "--purge", "40", "--work", str(tmp_path / "work")),
     ]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "figure" not in line]
+    purge = proc.stdout.split("What forget's rewrite of Milvus Lite's files costs")[1]
+    assert re.search(r"^\| 40 \| [\d.]+ ms \| \d+ ms \| 1 \| 1 \|$", purge, re.MULTILINE), purge
+    rows = [
+        line
+        for line in proc.stdout.split("What forget's rewrite")[0].splitlines()
+        if line.startswith("| ") and "figure" not in line
+    ]
     expected = [
         row.name.format(chunks=40, small=20, scale=30) for row in [*ROWS, *SCALE_ROWS, *REDACTION_ROWS]
     ]
@@ -101,3 +107,11 @@ def test_only_names_rows_and_refuses_unknown_ones() -> None:
     )
     assert proc.returncode != 0
     assert "--only: no row nope (rows: help, full, noop" in proc.stderr
+
+
+def test_the_purge_cost_figure_measures_a_rewrite() -> None:
+    from evaluation.purge_cost import measure, table
+
+    cost = measure(120, repeat=2)
+    assert cost.files == 1 and cost.purge_seconds > 0 and cost.delete_seconds > 0
+    assert table([cost]).splitlines()[-1].startswith("| 120 | ")

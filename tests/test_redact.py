@@ -140,7 +140,11 @@ def test_scan_lists_secrets_and_redact_rewrites_only_journals(tmp_path: Path) ->
     assert lines == [f"{journal}:4: github-token", f"{journal}:5: env-secret", f"{note}:3: github-token"]
     assert key not in found.output and "Hunter2" not in found.output
     assert "memsearch scan --redact" in found.stderr
-    cleaned = run("scan", str(memory), "--redact")
+    asked = run("scan", str(memory), "--redact")  # shows what goes (masked), asks: no input, no
+    assert asked.exit_code == 1 and "scan declined: nothing was changed" in asked.stderr
+    assert f"{journal}:4: github-token  ghp_***** (40 chars)" in asked.stdout and key not in asked.output
+    assert key in journal.read_text()
+    cleaned = run("scan", str(memory), "--redact", "--yes")
     assert cleaned.exit_code == 1, cleaned.output  # the hand-written note is left to its writer
     assert f"Redacted 2 items in {journal}" in cleaned.stdout and "Reindexed" in cleaned.stdout
     text = journal.read_text()

@@ -1,9 +1,8 @@
 """The ``MemSearch`` facade: wires config → embedding provider → store → indexer.
 
-Kept thin on purpose: the work lives in ``indexer``, ``store``, ``embeddings`` and ``expand``. The
-constructor takes the same parameters as the original memsearch, but opens nothing: the store and
-the embedding model are created on first use, so an ``index`` of an unchanged folder, or a
-``MemSearch`` that is only configured, costs no Milvus start-up and no model load.
+Kept thin on purpose: the work lives in ``indexer``, ``store``, ``embeddings`` and ``expand``. It takes
+the original's parameters but opens nothing: the store and the model are created on first use, so
+an ``index`` of an unchanged folder, or a ``MemSearch`` only configured, costs no start-up.
 """
 
 from __future__ import annotations
@@ -113,9 +112,8 @@ class MemSearch:
         self._overlap_lines = overlap_lines
         self._embedder: EmbeddingProvider | None = None
         self._store: MilvusStore | None = None
-        #: Opening is lazy and may happen on two threads at once (the memory service answers
-        #: concurrent first searches; a cold search opens on a worker thread): one opens, the
-        #: other waits and shares the store, never a second Lite connection to the same database.
+        #: Opening is lazy, maybe on two threads at once (the service's concurrent first searches, a
+        #: cold search on a worker thread): one opens, the other waits and shares the store.
         self._open_lock = threading.RLock()
         #: Whether operations go through the store's owner (False: this is the owner's own engine).
         self._routed = True
@@ -290,7 +288,6 @@ class MemSearch:
             from memsearch.engine.migration import remembered_model
 
             self._use_model(remembered_model(self._provider, self._manifest_file()) or self._model)
-
         settings = IndexSettings(
             tuple(paths),
             model=self._model,
@@ -347,10 +344,10 @@ class MemSearch:
         Created, modified, deleted and moved markdown files are indexed or removed after
         ``debounce_ms`` (default 1500) of quiet, with the same ignore rules as ``index``. Events run
         one at a time on the watcher's own thread and event loop. ``on_event(event_type, summary,
-        path)`` gets a line per change; ``on_error(event_type, exc, path)`` gets per-file failures,
-        and the watcher keeps running. Avoid using this instance from another thread while an
-        event is being processed (``watcher.wait_idle()`` waits for that). When another process
-        owns the store, the watch runs there (:class:`~memsearch.service.watching.OwnerWatch`).
+        path)`` gets a line per change; ``on_error(event_type, exc, path)`` per-file failures (the
+        watcher keeps running). Do not use this instance from another thread during an event
+        (``watcher.wait_idle()`` waits for none); when another process owns the store, the watch
+        runs there (:class:`~memsearch.service.watching.OwnerWatch`).
         """
         if getattr(self, "_routed", False) and runner is None:
             from memsearch.service.watching import watch_at_owner
@@ -432,6 +429,13 @@ class MemSearch:
 
     def _remove_file_here(self, path: str | Path) -> dict[str, int]:
         return self._indexer(self._paths).remove(path)
+
+    def purge(self) -> dict[str, int]:
+        """Rewrite the store's files without its deleted rows (``forget``: gone from disk too)."""
+        return dict(self._now("purge", locals()))
+
+    def _purge_here(self) -> dict[str, int]:
+        return self._read_store().purge()
 
     def forget_manifest(self) -> None:
         """Drop the no-change manifest of this store (after ``reset``)."""

@@ -12,6 +12,10 @@ and the client raise the same class (``service.error_from_payload``).
 The tree (builtins a class also derives from in parentheses; exit code when not 1)::
 
     MemSearchError
+        BackupError
+            BackupNotFoundError
+            RestoreConflictError
+            SecretNeededError
         BinaryFileError
         ChunkNotFoundError
         ConfigError
@@ -284,6 +288,22 @@ class ForgetTargetError(ForgetError, ValueError):
 
 class NothingToForgetError(ForgetError):
     """``forget``: no memory matches the request."""
+
+
+class BackupError(MemSearchError):
+    """A kept original (``forget --undo``, ``scan --restore``) could not be restored (nothing was)."""
+
+
+class BackupNotFoundError(BackupError):
+    """No backup has that id (or none is left to undo)."""
+
+
+class RestoreConflictError(BackupError):
+    """A file changed since its backup was made, so restoring it would lose the change."""
+
+
+class SecretNeededError(BackupError):
+    """The backup was kept without a value memsearch forgot: the restore needs the value again."""
 
 
 class SecretsFoundError(MemSearchError):

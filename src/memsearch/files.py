@@ -26,7 +26,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write", "exclusive", "lock_file", "lock_is_held", "open_own", "replaced", "try_lock"]
+__all__ = [
+    "atomic_write",
+    "exclusive",
+    "lock_file",
+    "lock_is_held",
+    "locked",
+    "open_own",
+    "replaced",
+    "try_lock",
+]
 
 _OWN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -169,3 +178,24 @@ def lock_is_held(path: str | os.PathLike[str]) -> bool:
     finally:
         os.close(fd)  # closing drops a lock we may just have taken
     return False
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[IO[bytes] | None]:
+    """The file ``path`` open for reading and writing and locked as its writers lock it (None when
+    it is gone): a flock on the file (the journal writers'), and first the lock file beside it when
+    it has one (the recall log's ``<name>.lock``). When the name was renamed over while we waited
+    (another rewrite), the new file is opened and locked instead."""
+    sibling = path.with_name(path.name + ".lock")
+    with lock_file(sibling) if sibling.is_file() else contextlib.nullcontext():
+        while True:
+            try:
+                fd = open_own(path, os.O_RDWR)
+            except FileNotFoundError:
+                yield None
+                return
+            with os.fdopen(fd, "r+b") as fh, exclusive(fh):
+                if replaced(path, fh.fileno()):
+                    continue
+                yield fh
+                return

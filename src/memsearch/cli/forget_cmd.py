@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memsearch.cli.options import common_options, resolve, store_flags
+from memsearch.cli.options import common_options, resolve
 from memsearch.cli.render import plural, shown
+from memsearch.cli.undo import SECRET_HELP
 from memsearch.engine.operations import MAX_TOP_K
 
 if TYPE_CHECKING:
@@ -51,6 +52,27 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     type=click.Path(file_okay=False),
     help=f"Journal folder searched by --session and --turn (repeatable; default {DEFAULT_MEMORY_DIR}).",
 )
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    metavar="VALUE",
+    help="Forget this value wherever memsearch keeps text: every journal and note, the index, the "
+    "cache, the recall log and logs (replaced by [REDACTED:forgotten]); with --undo, the value a "
+    "backup needs. " + SECRET_HELP,
+)
+@click.option(
+    "--undo",
+    is_flag=False,
+    flag_value="last",
+    default=None,
+    metavar="[ID]",
+    help="Give back what a forget took out of hand-written notes: backup ID, or the last one.",
+)
+@click.option("--list", "list_backups", is_flag=True, help="With --undo: list the kept backups.")
+@click.option(
+    "--force", is_flag=True, help="With --undo: restore a file changed since (its text is kept as a backup)."
+)
 @click.option("--dry-run", is_flag=True, help="Only show what would be forgotten.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @common_options
@@ -62,6 +84,10 @@ def forget(
     query: str | None,
     top_k: int,
     memory_dirs: tuple[str, ...],
+    secrets: tuple[str, ...],
+    undo: str | None,
+    list_backups: bool,
+    force: bool,
     dry_run: bool,
     yes: bool,
     **flags: Any,
@@ -72,23 +98,55 @@ def forget(
     --turn or --anchor (a journal entry's anchor; given together, an entry must match all), or by
     --query; several selectors add up. What will go
     is listed (file, lines, heading, a preview with secrets replaced) and confirmed first. A journal
-    entry goes whole; a hand-written note loses the chunk's lines. All of it is removed, or nothing.
+    entry goes whole; a hand-written note loses the chunk's lines, which are kept for --undo. All
+    of it is removed, or nothing. --secret forgets a leaked value everywhere instead.
 
     \b
     Example:
       memsearch forget --session 7c1e9a52-3b4d-4f60-9a8e-0d2c4b6e8f10 --dry-run
       memsearch forget 3f2a9c1e8b7d6a50 --yes
       memsearch forget --query "staging database password" -k 2
+      memsearch forget --undo                # the last forget of a note, back
+      memsearch forget --secret -            # asks for the value; gone from every file
     """
     from memsearch import redact
+    from memsearch.cli import undo as undo_view
     from memsearch.engine import forget_apply
     from memsearch.engine.memory import open_memory
     from memsearch.errors import ForgetTargetError, NothingToForgetError
 
-    if not (chunk_hashes or session or turn or anchor or query):
+    selected = bool(chunk_hashes or session or turn or anchor or query)
+    if undo is not None or list_backups:
+        if undo is None or selected:
+            raise ForgetTargetError(
+                "--list goes with --undo"
+                if undo is None
+                else "--undo restores a backup: it takes no selector",
+                hint="`memsearch forget --undo --list` lists them, `memsearch forget --undo ID` restores one",
+            )
+        cfg = resolve(flags)
+        undo_view.recover_first(cfg)
+        if list_backups:
+            undo_view.list_backups("forget")
+            return
+        backup = None if undo == "last" else undo
+        undo_view.restore_backup("forget", backup, undo_view.read_values(secrets), force, cfg)
+        return
+    if secrets:
+        if selected:
+            raise ForgetTargetError(
+                "--secret forgets a value wherever it is: it takes no other selector", hint="give it alone"
+            )
+        from memsearch.cli.forget_value import forget_value
+
+        dirs = memory_dirs or (DEFAULT_MEMORY_DIR,)
+        forget_value(undo_view.read_values(secrets), dirs, dry_run=dry_run, yes=yes, flags=flags)
+        return
+    if not selected:
         raise ForgetTargetError(
             "nothing named to forget",
-            hint="give a CHUNK_HASH, --session, --turn, --anchor or --query (see `memsearch forget --help`)",
+            hint="give a CHUNK_HASH, --session, --turn, --anchor, --query or --secret "
+            "(see `memsearch forget --help`)",
         )
     fields: dict[str, str] = {k: v for k, v in (("session", session), ("turn", turn)) if v}
     if anchor is not None:
@@ -109,10 +167,8 @@ def forget(
     index_redactor = redact.current(cfg)
     r = cfg.redact  # previews never show a secret, even with redaction turned off
     preview_redactor = redact.from_settings(True, r.notes, r.patterns, r.allow, env={})
+    undo_view.recover_first(cfg)
     with open_memory(cfg, start=True) as memory:
-        recovered = forget_apply.recover(cfg)
-        if recovered:
-            click.echo(f"Completed {plural(recovered, 'interrupted forget')}.")
         redactors = (index_redactor, preview_redactor)
         blocks = _select(memory, cfg, chunk_hashes, fields, query, top_k, memory_dirs, redactors)
         if not blocks:
@@ -125,13 +181,17 @@ def forget(
             click.echo("Dry run: nothing was changed.")
             return
         if not yes:
-            _confirm(len(blocks), flags)
+            from memsearch.engine.journal import is_journal
+
+            notes = any(not is_journal(b.path) for b in blocks)
+            undo_view.confirm(f"Forget {plural(len(blocks), 'block')}?", flags, notes=notes)
         outcome = forget_apply.forget_blocks(blocks, memory, cfg, index_redactor)
     click.echo(
         f"Forgot {plural(len(blocks), 'block')}: {plural(len(outcome.changed), 'file')} rewritten, "
         f"{plural(len(outcome.removed), 'journal')} removed, "
         f"{plural(outcome.cache_deleted, 'cached vector')} deleted, reindexed."
     )
+    undo_view.report_outcome(outcome, kept="the notes as they were", undo="memsearch forget --undo")
 
 
 def _select(
@@ -181,23 +241,3 @@ def _show(blocks: Sequence[Block]) -> None:
         click.echo(f"  {where}" + (f"  [{shown(ids)}]" if ids else ""))
         if b.preview:
             click.echo(f"    {shown(b.preview)}")
-
-
-def _confirm(count: int, flags: dict[str, Any]) -> None:
-    """Ask on the terminal; with no input to ask on, say how to go on without asking."""
-    from memsearch.errors import ConfirmationNeededError
-
-    instead = f"memsearch forget ... --yes{store_flags(flags)}"
-    try:
-        confirmed = click.confirm(f"Forget {plural(count, 'block')}? This cannot be undone")
-    except click.Abort:
-        confirmed = False
-    except RuntimeError:
-        raise ConfirmationNeededError(
-            "forget needs a yes, and there is no input to read one from",
-            hint=f"add --yes (`{instead}`) to forget without asking",
-        ) from None
-    if not confirmed:
-        raise ConfirmationNeededError(
-            "forget declined: nothing was changed", hint=f"add --yes (`{instead}`) to forget without asking"
-        )

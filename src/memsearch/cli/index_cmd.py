@@ -32,10 +32,9 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     from memsearch.index_state import IndexRun
 
     cfg = resolve(flags)
-    from memsearch.engine.forget_apply import recover
+    from memsearch.cli.undo import recover_first
 
-    if recover(cfg):  # a forget a killed process left: completed before anything is indexed
-        click.echo("Completed an interrupted forget.", err=True)
+    recover_first(cfg)  # a forget, scan --redact or restore a killed process left: completed first
     follow_links = not flags.get("no_follow_links")
     with open_memory(cfg, paths, description=description or "", follow_links=follow_links) as memory:
         run = IndexRun.of("index", paths, cfg)

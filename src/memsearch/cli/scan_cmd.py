@@ -1,4 +1,5 @@
-"""``memsearch scan``: list secrets already in memory files; ``--redact`` cleans the journals."""
+"""``memsearch scan``: list secrets already in memory files; ``--redact`` cleans the journals, keeping
+them as they were for ``--restore``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 
 from memsearch.cli.options import common_options, resolve
 from memsearch.cli.render import plural, shown
+from memsearch.cli.undo import SECRET_HELP
 
 
 @click.command("scan")
@@ -17,11 +19,45 @@ from memsearch.cli.render import plural, shown
     "--redact",
     "rewrite",
     is_flag=True,
-    help="Rewrite the daily journals without their secrets (atomically, mode kept) and reindex them. "
-    "Hand-written notes are listed, never rewritten.",
+    help="Rewrite the daily journals without their secrets (after showing what goes and asking), "
+    "keeping them as they were for --restore, and reindex them. Hand-written notes are listed, never "
+    "rewritten.",
 )
+@click.option(
+    "--restore",
+    is_flag=False,
+    flag_value="last",
+    default=None,
+    metavar="[ID]",
+    help="Give back the journals a --redact rewrote, byte for byte: backup ID, or the last one.",
+)
+@click.option("--list", "list_backups", is_flag=True, help="With --restore: list the kept backups.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --restore: restore a file changed since (its text is kept as a backup).",
+)
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    metavar="VALUE",
+    help="With --restore: a value `forget --secret` took out of the backup since. " + SECRET_HELP,
+)
+@click.option("--dry-run", is_flag=True, help="With --redact: only show what would change.")
+@click.option("--yes", "-y", is_flag=True, help="With --redact: do not ask for confirmation.")
 @common_options
-def scan(paths: tuple[str, ...], rewrite: bool, **flags: Any) -> None:
+def scan(
+    paths: tuple[str, ...],
+    rewrite: bool,
+    restore: str | None,
+    list_backups: bool,
+    force: bool,
+    secrets: tuple[str, ...],
+    dry_run: bool,
+    yes: bool,
+    **flags: Any,
+) -> None:
     """List secrets in memory files (path, line, kind; never the value).
 
     PATHS default to ./.memsearch/memory. Exits 0 when nothing is found, 1 when a secret is
@@ -31,23 +67,34 @@ def scan(paths: tuple[str, ...], rewrite: bool, **flags: Any) -> None:
     Example:
       memsearch scan
       memsearch scan --redact
+      memsearch scan --restore          # the journals as they were before the last --redact
     """
     from memsearch import redact
+    from memsearch.cli import undo as undo_view
     from memsearch.engine import secret_scan
-    from memsearch.errors import SecretsFoundError
+    from memsearch.errors import ForgetTargetError, SecretsFoundError
 
     cfg = resolve(flags)
+    undo_view.recover_first(cfg)
+    if restore is not None or list_backups:
+        if restore is None or rewrite:
+            raise ForgetTargetError(
+                "--list goes with --restore" if restore is None else "--restore and --redact are opposites",
+                hint="`memsearch scan --restore --list` lists the backups, `--restore ID` restores one",
+            )
+        if list_backups:
+            undo_view.list_backups("scan")
+            return
+        backup = None if restore == "last" else restore
+        undo_view.restore_backup("scan", backup, undo_view.read_values(secrets), force, cfg)
+        return
     roots = list(paths) or [str(Path(".memsearch") / "memory")]
     files = secret_scan.memory_files(roots)
     # a scan always looks, even with redaction turned off (env={}: MEMSEARCH_REDACT is not read)
     r = cfg.redact
     redactor = redact.from_settings(True, r.notes, r.patterns, r.allow, env={})
     if rewrite:
-        done = secret_scan.redact_journals(files, redactor)
-        for path, count in done.items():
-            click.echo(f"Redacted {plural(count, 'item')} in {shown(str(path))}")
-        if done:
-            _reindex(cfg, roots)
+        _redact(files, redactor, cfg, dry_run=dry_run, yes=yes, flags=flags)
     hits = secret_scan.scan_files(files, redactor)
     for hit in hits:
         click.echo(f"{shown(str(hit.path))}:{hit.line}: {hit.kind}")
@@ -55,18 +102,40 @@ def scan(paths: tuple[str, ...], rewrite: bool, **flags: Any) -> None:
         click.echo(f"No secrets found in {plural(len(files), 'file')}.")
         return
     hint = (
-        "these are hand-written notes: edit them yourself (index leaves their secrets out by default)"
-        if rewrite
+        "these are hand-written notes: edit them, or take a value out with `memsearch forget --secret -` "
+        "(index leaves their secrets out by default)"
+        if rewrite and not dry_run
         else "run `memsearch scan --redact` to rewrite the journals without them"
     )
     raise SecretsFoundError(f"{plural(len(hits), 'secret')} found in memory files (listed above)", hint=hint)
 
 
-def _reindex(cfg: Any, roots: list[str]) -> None:
-    """Bring the index up to date with the rewritten journals (old chunks replaced)."""
+def _redact(
+    files: list[Path], redactor: Any, cfg: Any, *, dry_run: bool, yes: bool, flags: dict[str, Any]
+) -> None:
+    """Show what ``--redact`` takes out of the journals, ask, then rewrite them (kept for --restore)."""
+    from memsearch import redact
+    from memsearch.cli import undo as undo_view
+    from memsearch.engine import secret_scan
     from memsearch.engine.memory import open_memory
 
-    dirs = [r for r in roots if Path(r).exists()]
-    with open_memory(cfg, dirs) as memory:
-        report = memory.index_with_report()
-    click.echo(f"Reindexed: {plural(report.indexed_chunks, 'chunk')} embedded.")
+    with open_memory(cfg) as memory:
+        planned = secret_scan.redactions(files, redactor)
+        if not planned:
+            return
+        journals = {r.path for r in planned}
+        click.echo(f"Will redact {plural(len(planned), 'secret')} in {plural(len(journals), 'journal')}:")
+        for r in planned:
+            click.echo(f"  {shown(str(r.path))}:{r.line}: {r.kind}  {r.shown}")
+        if dry_run:
+            click.echo("Dry run: nothing was changed.")
+            return
+        if not yes:
+            undo_view.confirm(
+                "Redact them? (the journals are kept as they were for `--restore`)", flags, command="scan"
+            )
+        outcome, done = secret_scan.redact_journals(files, redactor, memory, cfg, redact.current(cfg))
+    for path, count in done.items():
+        click.echo(f"Redacted {plural(count, 'item')} in {shown(str(path))}")
+    click.echo(f"Reindexed: {plural(outcome.reindexed_chunks, 'chunk')} embedded.")
+    undo_view.report_outcome(outcome, kept="the journals as they were", undo="memsearch scan --restore")

@@ -22,11 +22,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.engine.edits import encode, split_keep
 from memsearch.engine.journal import is_journal, journal_files, parse_anchor_fields
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ __all__ = [
 ]
 
 _LONE_CR = re.compile(r"\r(?!\n)")
-_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 PREVIEW_CHARS = 100
 
 
@@ -74,15 +74,6 @@ def read_lines(path: Path) -> list[str]:
 
     with os.fdopen(open_own(path, os.O_RDONLY), "rb") as fh:
         return split_keep(fh.read().decode("utf-8", errors="surrogateescape"))
-
-
-def split_keep(text: str) -> list[str]:
-    """``text`` as lines that keep their ``\\n`` (byte-exact when joined)."""
-    return _LINE_RE.findall(text)
-
-
-def encode(lines: Iterable[str]) -> bytes:
-    return "".join(lines).encode("utf-8", errors="surrogateescape")
 
 
 def block_digest(lines: Sequence[str], start: int, end: int) -> str:

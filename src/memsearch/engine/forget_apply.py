@@ -1,110 +1,124 @@
-"""Removing forgotten memory everywhere it lives, all or nothing: the markdown, then its shadows.
+"""Removing memory everywhere it lives, all or nothing: the files, then what is derived from them.
 
 The markdown files are the truth; the Milvus rows, the embedding cache, the index manifest and the
-``~/.memsearch/written`` record of transcripts are derived from them. So one forget is:
+``~/.memsearch/written`` record of transcripts are derived from them. ``forget`` (blocks of
+journals and notes), ``forget --secret`` (a value, wherever memsearch keeps text) and
+``scan --redact`` (secrets in journals) each plan their edits (:mod:`memsearch.engine.edits`) and
+hand them here, where one change is:
 
-1. **Plan**, holding the lock every journal writer takes (``flock`` on the file, as
-   ``journal.append_entry`` and ``scan --redact`` do) on every file it changes: check each block
-   is still what was shown, work out the lines to drop and the cache keys of the chunks that go.
+1. **Plan**, holding the lock each file's writers take (``files.locked``) on every file it changes:
+   check the file is still what was shown, work out the edits and the cache keys of the chunk
+   texts that go. Keep the hand-written notes it rewrites as a pending backup
+   (:mod:`memsearch.engine.backups`).
 2. **Commit**: write an intent record, ``~/.memsearch/forget/<id>.json`` (private, written as a
-   temp file renamed into place, fsynced). It holds file names, line numbers and hashes, never the
+   temp file renamed into place, fsynced). It holds file names, positions and hashes, never the
    text. Before this point nothing has changed.
-3. **Apply** to each file: the new text as a temp file renamed over it (or, for a journal left
-   without entries, the file removed). An edit applies only while the file's first bytes, up to
-   the last line removed, hash as they did when planned: appends (all journal writers do) keep
-   that, an applied edit does not, so applying twice is harmless. A writer that waited for the lock
+3. **Apply** each edit (it applies once: ``edits.applies``). A writer that waited for the lock
    sees the name now holds another file and appends to the new one (``files.replaced``).
-4. **Finish**: delete the cache entries (``secure_delete`` on, WAL checkpointed, so the vectors'
-   bytes leave the cache files), drop the transcripts no remaining anchor names from the written
-   record, drop the files from the manifest, reindex the changed ones and delete the rows of the
-   removed ones (through the store's owner: the memory service when one runs), delete the cache
-   entries once more (a watcher may have embedded the old text meanwhile), and remove the intent
-   record.
+4. **Finish**: publish the backup, delete the cache entries (``secure_delete`` on, WAL
+   checkpointed, so the vectors' bytes leave the cache files), drop the transcripts no remaining
+   anchor names from the written record, drop the files from the manifest, reindex the changed
+   ones and delete the rows of the removed ones (through the store's owner: the memory service when
+   one runs), have the store rewrite its files without the deleted rows (``Memory.purge``: Milvus
+   Lite keeps them in its data files otherwise), delete the cache entries once more (a watcher may
+   have embedded the old text meanwhile), and remove the intent record.
 
-A process killed anywhere leaves the intent record or nothing. :func:`recover`, which ``forget``
-and ``index`` run first, completes every record it finds: steps 3 and 4 again, each harmless when
-already done. So the markdown is either as before or, after the next of those commands, as after.
+A process killed anywhere leaves the intent record or nothing. :func:`recover`, which ``forget``,
+``index`` and ``scan`` run first, completes every record it finds (steps 3 and 4 again, each
+harmless when already done), and every restore of a backup a killed process committed. So the
+files are either as before or, after the next of those commands, as after.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
-from memsearch.engine.forget import (
-    Block,
-    block_digest,
-    chunk_text,
-    encode,
-    entries,
-    session_headings,
-    split_keep,
-)
+from memsearch.engine.edits import FileEdit, apply_held, plan_lines, split_keep, transform
+from memsearch.engine.forget import Block, block_digest, chunk_text, entries, session_headings
 from memsearch.engine.journal import is_journal
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
+    from memsearch.engine.backups import KeptFile, Staged
     from memsearch.engine.interface import Memory
     from memsearch.redact import Redactor
 
-__all__ = ["Outcome", "forget_blocks", "pending", "recover"]
+__all__ = [
+    "Change",
+    "Outcome",
+    "cache_keys",
+    "contents",
+    "finish",
+    "forget_blocks",
+    "pending",
+    "recover",
+    "reindex_restored",
+    "stored_contents",
+    "texts_gone",
+]
 
-INTENT_VERSION = 1
+INTENT_VERSION = 2
 #: Test-only: ``stage:seconds`` pauses a forget at ``locked``, ``committed`` or ``applied`` (after the
 #: first file) so a test can kill it there or write beside it. Never set it otherwise.
 PAUSE_ENV = "MEMSEARCH_TEST_FORGET_PAUSE"
 
 
 @dataclass
-class FileEdit:
-    """The lines ``ranges`` (0-based, end exclusive) to drop from ``path``, valid while the file's
-    first ``prefix_bytes`` bytes hash to ``prefix_sha256``."""
-
-    path: str
-    ranges: list[tuple[int, int]]
-    prefix_bytes: int
-    prefix_sha256: str
-    journal: bool
-
-
-@dataclass
 class Intent:
-    """One committed forget (see the module docstring); JSON in ``~/.memsearch/forget/``."""
+    """One committed change (see the module docstring); JSON in ``~/.memsearch/forget/``.
+    ``backup``: the pending backup it publishes; ``reindex``: files whose rows held what went
+    although the change did not edit them (indexed again, or their rows removed when gone)."""
 
     id: str
     files: list[FileEdit]
     cache_keys: list[str] = field(default_factory=list)
     #: memory folder -> transcript paths the removed entries' anchors named
     transcripts: dict[str, list[str]] = field(default_factory=dict)
+    backup: str = ""
+    reindex: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps({"version": INTENT_VERSION, **asdict(self)}, separators=(",", ":"))
+        data: dict[str, Any] = {"version": INTENT_VERSION, **vars(self)}
+        data["files"] = [f.to_dict() for f in self.files]
+        return json.dumps(data, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> Intent:
         data = json.loads(text)
-        if data.get("version") != INTENT_VERSION:
+        if data.get("version") not in (1, INTENT_VERSION):  # 1: before kinds, spans and backups
             raise ValueError(f"unknown forget record version {data.get('version')!r}")
-        files = [FileEdit(**{**f, "ranges": [tuple(r) for r in f["ranges"]]}) for f in data["files"]]
-        return cls(str(data["id"]), files, list(data["cache_keys"]), dict(data["transcripts"]))
+        files = [FileEdit.from_dict(f) for f in data["files"]]
+        return cls(
+            str(data["id"]),
+            files,
+            list(data["cache_keys"]),
+            dict(data["transcripts"]),
+            str(data.get("backup", "")),
+            list(data.get("reindex", [])),
+        )
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one forget did: files rewritten, journals removed, cache vectors deleted."""
+    """What one change did: markdown files rewritten, journals removed, other files of memsearch's
+    cleaned (``scrubbed``), cache vectors deleted, chunks embedded again, what the store's purge
+    did, and the backup that keeps the notes it changed ("" for none)."""
 
     changed: tuple[str, ...]
     removed: tuple[str, ...]
     cache_deleted: int
     reindexed_chunks: int
+    scrubbed: tuple[str, ...] = ()
+    purged: dict[str, int] = field(default_factory=dict)
+    backup: str = ""
 
 
 # --- the intent records -----------------------------------------------------------------------
@@ -141,109 +155,95 @@ def _pause(stage: str) -> None:
         time.sleep(float(seconds or 60))
 
 
-# --- applying an edit -------------------------------------------------------------------------
-
-
-def _prefix(raw: bytes, lines: Sequence[str], ranges: Sequence[tuple[int, int]]) -> tuple[int, str]:
-    size = len(encode(lines[: max(end for _, end in ranges)]))
-    return size, hashlib.sha256(raw[:size]).hexdigest()
-
-
-def _kept(lines: Sequence[str], ranges: Sequence[tuple[int, int]]) -> list[str]:
-    gone = {i for start, end in ranges for i in range(start, end)}
-    return [line for i, line in enumerate(lines) if i not in gone]
-
-
-def _empty_journal(lines: Sequence[str]) -> bool:
-    """A journal with nothing left but blank lines and its ``# date`` title: removed, not kept."""
-    return all(not line.strip() or (line.startswith("# ") and not entries(lines)) for line in lines)
-
-
-def _apply_held(edit: FileEdit, fh: IO[bytes]) -> str:
-    """Apply ``edit`` to the file ``fh`` (locked by the caller); "changed", "removed" or "" (not
-    applicable: already applied)."""
-    from memsearch.files import atomic_write
-
-    fh.seek(0)
-    raw = fh.read()
-    if (
-        len(raw) < edit.prefix_bytes
-        or hashlib.sha256(raw[: edit.prefix_bytes]).hexdigest() != edit.prefix_sha256
-    ):
-        return ""
-    kept = _kept(split_keep(raw.decode("utf-8", errors="surrogateescape")), edit.ranges)
-    if edit.journal and _empty_journal(kept):
-        os.unlink(edit.path)
-        return "removed"
-    atomic_write(edit.path, encode(kept), keep_mode=True, fsync=True)
-    return "changed"
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[IO[bytes] | None]:
-    """The file ``path`` open and locked as the journal writers lock it (None when it is gone);
-    when it was renamed over while we waited, the new file is opened and locked instead."""
-    from memsearch.files import exclusive, open_own, replaced
-
-    while True:
-        try:
-            fd = open_own(path, os.O_RDWR)
-        except FileNotFoundError:
-            yield None
-            return
-        with os.fdopen(fd, "r+b") as fh, exclusive(fh):
-            if replaced(path, fh.fileno()):
-                continue
-            yield fh
-            return
-
-
-# --- one forget -------------------------------------------------------------------------------
+# --- one change -------------------------------------------------------------------------------
 
 
 @dataclass
-class _Planned:
-    edit: FileEdit
-    fh: IO[bytes]
+class Change:
+    """A change planned under its files' locks (held by the caller until :meth:`commit` returns):
+    the intent, each edit with its open file, and the notes to keep (``kept``) with why."""
+
+    intent: Intent
+    held: list[tuple[FileEdit, IO[bytes]]] = field(default_factory=list)
+    kept: list[KeptFile] = field(default_factory=list)
+    command: str = "forget"
+    what: str = "forget"
+    _staged: Staged | None = None
+    _record: Path | None = None
+
+    def commit(self) -> None:
+        """Steps 2 and 3 of the module docstring, the locks still held: keep the notes as a
+        pending backup (its lock held until :meth:`finish` publishes it, so no tidying process
+        takes it for an abandoned one), commit the intent, apply every edit."""
+        from memsearch.engine import backups
+
+        if self.kept:
+            self._staged = backups.stage(self.command, self.what, self.kept)
+            self.intent.backup = self._staged.id
+        _pause("locked")
+        self._record = _commit(self.intent)
+        _pause("committed")
+        for k, (edit, fh) in enumerate(self.held):
+            apply_held(edit, fh)
+            if k == 0:
+                _pause("applied")
+
+    def finish(self, cfg: MemSearchConfig) -> Outcome:
+        """Step 4 (after :meth:`commit`, the files' locks let go)."""
+        assert self._record is not None
+        try:
+            return finish(self.intent, self._record, cfg)
+        finally:
+            if self._staged is not None:
+                self._staged.close()
 
 
 def forget_blocks(
     blocks: Sequence[Block], memory: Memory, cfg: MemSearchConfig, redactor: Redactor
 ) -> Outcome:
     """Remove ``blocks`` from their files, the index, the embedding cache, the manifest and the
-    written record, all or nothing (module docstring). ``memory`` reaches the store through its
-    owner. Raises ForgetConflictError (nothing changed) when a file no longer holds a block."""
+    written record, all or nothing (module docstring); a hand-written note is kept first, for
+    ``forget --undo``. ``memory`` reaches the store through its owner. Raises ForgetConflictError
+    (nothing changed) when a file no longer holds a block."""
+    from memsearch.engine.backups import KeptFile
+    from memsearch.files import locked
+
     by_file: dict[Path, list[Block]] = {}
     for block in blocks:
         by_file.setdefault(block.path, []).append(block)
-    rows = {path: _stored_contents(memory, path) for path in by_file}
-    prefixes = _document_prefixes(memory)
-    intent = Intent(os.urandom(8).hex(), [])
+    change = Change(Intent(os.urandom(8).hex(), []))
     keys: set[str] = set()
     with contextlib.ExitStack() as stack:
-        planned: list[_Planned] = []
         for path in sorted(by_file):
-            fh = stack.enter_context(_locked(path))
+            fh = stack.enter_context(locked(path))
             if fh is None:
                 _conflict(path)
             assert fh is not None
-            edit, old, new = _plan_file(path, fh, by_file[path], cfg, redactor)
-            planned.append(_Planned(edit, fh))
-            intent.files.append(edit)
-            keys |= _cache_keys((rows[path] | old) - new, prefixes)
-            if edit.journal:
+            fh.seek(0)
+            raw = fh.read()
+            lines = split_keep(raw.decode("utf-8", errors="surrogateescape"))
+            for block in by_file[path]:
+                if block.end > len(lines) or block_digest(lines, block.start, block.end) != block.digest:
+                    _conflict(path)
+            spans = {(b.start, b.end) for b in by_file[path]}
+            journal = is_journal(path)
+            if journal:
+                spans |= set(session_headings(lines, spans))
+            edit = plan_lines(path, raw, sorted(spans), "journal" if journal else "note")
+            new = transform(edit, raw)
+            change.held.append((edit, fh))
+            change.intent.files.append(edit)
+            gone, indexed = texts_gone(memory, path, raw, new or b"", cfg, redactor)
+            keys |= gone
+            if journal:
                 named = [b.anchor.get(n, "") for b in by_file[path] for n in _TRANSCRIPT_FIELDS]
-                folder = intent.transcripts.setdefault(str(path.parent), [])
+                folder = change.intent.transcripts.setdefault(str(path.parent), [])
                 folder.extend(p for p in named if p and p not in folder)
-        intent.cache_keys = sorted(keys)
-        _pause("locked")
-        record = _commit(intent)
-        _pause("committed")
-        for k, item in enumerate(planned):
-            _apply_held(item.edit, item.fh)
-            if k == 0:
-                _pause("applied")
-    return _finish(intent, record, cfg)
+            else:
+                change.kept.append(KeptFile(path, raw, new or b"", indexed=indexed))
+        change.intent.cache_keys = sorted(cache_keys(memory, keys))
+        change.commit()
+    return change.finish(cfg)
 
 
 _TRANSCRIPT_FIELDS = ("transcript", "rollout", "db")
@@ -258,29 +258,8 @@ def _conflict(path: Path) -> None:
     )
 
 
-def _plan_file(
-    path: Path, fh: IO[bytes], blocks: Sequence[Block], cfg: MemSearchConfig, redactor: Redactor
-) -> tuple[FileEdit, set[str], set[str]]:
-    """The edit of one locked file, and the chunk contents of its text before and after it."""
-    fh.seek(0)
-    raw = fh.read()
-    lines = split_keep(raw.decode("utf-8", errors="surrogateescape"))
-    for block in blocks:
-        if block.end > len(lines) or block_digest(lines, block.start, block.end) != block.digest:
-            _conflict(path)
-    spans = {(b.start, b.end) for b in blocks}
-    journal = is_journal(path)
-    if journal:
-        spans |= set(session_headings(lines, spans))
-    ranges = sorted(spans)
-    size, digest = _prefix(raw, lines, ranges)
-    edit = FileEdit(str(path), ranges, size, digest, journal)
-    old = _contents(raw, path, cfg, redactor)
-    new = _contents(encode(_kept(lines, ranges)), path, cfg, redactor)
-    return edit, old, new
-
-
-def _contents(raw: bytes, path: Path, cfg: MemSearchConfig, redactor: Redactor) -> set[str]:
+def contents(raw: bytes, path: Path, cfg: MemSearchConfig, redactor: Redactor) -> set[str]:
+    """The chunk texts ``index`` makes of a markdown file's bytes ``raw``."""
     from memsearch.errors import MemSearchError
 
     try:
@@ -290,43 +269,62 @@ def _contents(raw: bytes, path: Path, cfg: MemSearchConfig, redactor: Redactor) 
     return {c.content for c in chunks}
 
 
-def _stored_contents(memory: Memory, path: Path) -> set[str]:
+def texts_gone(
+    memory: Memory, path: Path, raw: bytes, new: bytes, cfg: MemSearchConfig, redactor: Redactor
+) -> tuple[set[str], bool]:
+    """The chunk texts an edit of ``path`` from ``raw`` to ``new`` takes away (those the index holds
+    and those the file held), and whether the index holds any of the file."""
+    stored = stored_contents(memory, path)
+    return (stored | contents(raw, path, cfg, redactor)) - contents(new, path, cfg, redactor), bool(stored)
+
+
+def stored_contents(memory: Memory, path: Path) -> set[str]:
     """The chunk texts the index holds for ``path`` (what was embedded, whatever the file says now)."""
     return {str(r["content"]) for r in memory.query_chunks(str(path)) if r.get("source") == str(path)}
 
 
-def _document_prefixes(memory: Memory) -> set[str]:
-    """What the configured embedder puts before a document's text ("" always included)."""
-    prefixes = {""}
-    with contextlib.suppress(Exception):  # an unknown provider: its prefix cannot be asked
-        prefixes.add(memory.embedder.document_text(""))  # type: ignore[attr-defined]
-    return prefixes
-
-
-def _cache_keys(contents: set[str], prefixes: set[str]) -> set[str]:
+def cache_keys(memory: Memory, texts: Iterable[str]) -> set[str]:
+    """The embedding cache's keys of chunk ``texts``, with whatever the configured embedder puts
+    before a document's text ("" always included)."""
     from memsearch.chunker import clean_content_for_embedding
     from memsearch.embeddings.cache import text_key
 
-    return {text_key(p + clean_content_for_embedding(c)) for c in contents for p in prefixes}
+    prefixes = {""}
+    with contextlib.suppress(Exception):  # an unknown provider: its prefix cannot be asked
+        prefixes.add(memory.embedder.document_text(""))  # type: ignore[attr-defined]
+    return {text_key(p + clean_content_for_embedding(c)) for c in texts for p in prefixes}
 
 
-# --- finishing, and completing a forget a killed process left -------------------------------
+# --- finishing, and completing a change a killed process left --------------------------------
 
 
-def _finish(intent: Intent, record: Path, cfg: MemSearchConfig) -> Outcome:
+def finish(intent: Intent, record: Path, cfg: MemSearchConfig) -> Outcome:
+    """Step 4 of the module docstring (and steps 3-4 again for :func:`recover`)."""
+    from memsearch.engine import backups
+    from memsearch.files import locked
+
     changed: list[str] = []
     removed: list[str] = []
-    for edit in intent.files:  # already applied by a running forget; applied now by recover
-        with _locked(Path(edit.path)) as fh:
-            done = _apply_held(edit, fh) if fh is not None else ""
-        (removed if done == "removed" or not Path(edit.path).exists() else changed).append(edit.path)
+    scrubbed: list[str] = []
+    for edit in intent.files:  # already applied by a running change; applied now by recover
+        with locked(Path(edit.path)) as fh:
+            done = apply_held(edit, fh) if fh is not None else ""
+        if not edit.markdown:
+            scrubbed.append(edit.path)
+        elif done == "removed" or not Path(edit.path).exists():
+            removed.append(edit.path)
+        else:
+            changed.append(edit.path)
+    if intent.backup:
+        backups.publish(intent.backup)
     deleted = _forget_cached(intent.cache_keys)
     _forget_transcripts(intent.transcripts)
-    _drop_from_manifest(cfg, [e.path for e in intent.files])
-    chunks = _reindex(cfg, intent.files)
+    sources = [e.path for e in intent.files if e.markdown] + intent.reindex
+    _drop_from_manifest(cfg, sources)
+    chunks, purged = _reindex(cfg, sources)
     deleted += _forget_cached(intent.cache_keys)
     record.unlink(missing_ok=True)
-    return Outcome(tuple(changed), tuple(removed), deleted, chunks)
+    return Outcome(tuple(changed), tuple(removed), deleted, chunks, tuple(scrubbed), purged, intent.backup)
 
 
 def _forget_cached(keys: Sequence[str]) -> int:
@@ -372,30 +370,56 @@ def _drop_from_manifest(cfg: MemSearchConfig, sources: Sequence[str]) -> None:
         atomic_write(path, json.dumps(data, separators=(",", ":")))
 
 
-def _reindex(cfg: MemSearchConfig, edits: Sequence[FileEdit]) -> int:
-    """Bring the index in line with the edited files, through the store's owner: a removed
-    journal's chunks are deleted, a changed file that was indexed is indexed again (stale chunks
-    replaced; a file that was never indexed stays out)."""
+def _reindex(cfg: MemSearchConfig, sources: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """Bring the index in line with the files, through the store's owner: a removed file's chunks
+    are deleted, a changed file that was indexed is indexed again (stale chunks replaced; a file
+    that was never indexed stays out); then the store rewrites its files without the deleted rows."""
     from memsearch.engine.memory import open_memory
 
     embedded = 0
     with open_memory(cfg) as memory:
-        for edit in edits:
-            if not Path(edit.path).exists():
-                memory.remove_file(edit.path)
-            elif _stored_contents(memory, Path(edit.path)):
-                embedded += memory.index_file(edit.path)
-    return embedded
+        for source in dict.fromkeys(sources):
+            if not Path(source).exists():
+                memory.remove_file(source)
+            elif stored_contents(memory, Path(source)):
+                embedded += memory.index_file(source)
+        purged = memory.purge()
+    return embedded, purged
 
 
-def recover(cfg: MemSearchConfig) -> int:
-    """Complete every forget a killed process left (see the module docstring); how many."""
+def recover(cfg: MemSearchConfig) -> tuple[int, int]:
+    """Complete every change and every restore a killed process left (see the module docstring),
+    then tidy the backups: how many changes, how many restored files."""
+    from memsearch.engine import backups
+
+    restored = backups.recover_restores()
+    if any(r.indexed for r in restored):
+        reindex_restored(cfg, [r.path for r in restored if r.indexed])
     done = 0
     for record in pending():
         try:
             intent = Intent.from_json(record.read_text(encoding="utf-8"))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # unreadable: left for the user to look at, never guessed at
-        _finish(intent, record, cfg)
+        finish(intent, record, cfg)
         done += 1
-    return done
+    backups.sweep(committed=_committed)
+    return done, len(restored)
+
+
+def _committed(backup_id: str) -> bool:
+    """Whether a change not yet finished names the pending backup ``backup_id`` (read now)."""
+    for record in pending():
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(record.read_text(encoding="utf-8")).get("backup") == backup_id:
+                return True
+    return False
+
+
+def reindex_restored(cfg: MemSearchConfig, paths: Sequence[str]) -> int:
+    """Index the files a restore gave back (they were indexed before the change)."""
+    from memsearch.engine.memory import open_memory
+
+    _drop_from_manifest(cfg, paths)
+    with open_memory(cfg) as memory:
+        return sum(memory.index_file(p) for p in dict.fromkeys(paths) if Path(p).exists())

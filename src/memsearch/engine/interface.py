@@ -85,6 +85,12 @@ class Memory:
         removed: dict[str, int] = self._do("remove_file", locals())
         return removed
 
+    def purge(self) -> dict[str, int]:
+        """Rewrite the store's files without its deleted rows (Milvus Lite; a server is asked to
+        compact): ``purged``, ``files`` rewritten, ``rows`` dropped."""
+        purged: dict[str, int] = self._do("purge", locals())
+        return purged
+
     def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
         """The stored rows of every chunk, or of those whose ``source`` is the file ``source`` or a
         file under the folder ``source`` (an absolute, resolved path; see ``compact.normalize_source``)."""

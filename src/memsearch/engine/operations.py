@@ -272,6 +272,7 @@ OPERATIONS: dict[str, Operation] = {
             outbound=lambda a: {"path": _absolute(a["path"])},
             decode=_counts,
         ),
+        Operation("purge", (), here="_purge_here", decode=_counts),
         Operation(
             "query_chunks", (Param("source", (str, _NONE), None),), here="_query_chunks_here", read=True
         ),

@@ -18,11 +18,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memsearch import errors
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI
-from memsearch.store.analyzer import (
-    analyzer_name,
-    analyzer_params_for,
-    prepare_jieba,
-)
+from memsearch.store.analyzer import analyzer_name, analyzer_params_for, prepare_jieba
 from memsearch.store.connect import open_driver
 from memsearch.store.driver_errors import (
     GENERIC_HINT,
@@ -33,20 +29,8 @@ from memsearch.store.driver_errors import (
     quiet,
 )
 from memsearch.store.filters import content_holds, escape_filter_value, source_equals
-from memsearch.store.fusion import (
-    LEGS,
-    SEARCH_MODES,
-    exact_holders_first,
-    fuse,
-    hit_to_result,
-)
-from memsearch.store.rows import (
-    QUERY_FIELDS,
-    batches,
-    chunked,
-    prepare_rows,
-    stored_value,
-)
+from memsearch.store.fusion import LEGS, SEARCH_MODES, exact_holders_first, fuse, hit_to_result
+from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows, stored_value
 from memsearch.store.schema import chunk_schema
 from memsearch.store.uri import StoreLocation, resolve_uri
 
@@ -573,6 +557,13 @@ class MilvusStore:
         after a run that changed anything."""
         self._require_collection()
         self._guard(self._driver().flush, self._collection)
+
+    def purge(self) -> dict[str, int]:
+        """Take the bytes of deleted rows out of the store's files (``forget``, ``scan --redact``):
+        Milvus Lite rewrites them now; a server is asked to compact (``StoreDriver.purge``)."""
+        if not self.exists:
+            return {}
+        return dict(self._guard(self._driver().purge, self._collection))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

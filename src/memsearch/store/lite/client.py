@@ -321,6 +321,14 @@ class LiteClient:
             return {"delete_count": collection.delete(pks) if pks else 0}
 
     @_engine_call
+    def purge(self, name: str) -> dict[str, int]:
+        """Rewrite the data files that hold deleted rows (:mod:`memsearch.store.lite.purge`)."""
+        from memsearch.store.lite.purge import purge_deleted
+
+        with self._writing:
+            return purge_deleted(self._collection(name))
+
+    @_engine_call
     def search(
         self,
         name: str,
