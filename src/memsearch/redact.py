@@ -64,13 +64,33 @@ _R = r"(?![A-Za-z0-9_-])"
 #: (checked on the ``name`` group of the ``env-secret`` row, after :func:`_name_parts`: matching the
 #: name first and testing it after is ~10x faster than a regex that looks for these words at every
 #: position). A word must be a whole part of the name: ``GITHUB_TOKEN``, ``apiKey``, ``SECRET_KEY_BASE``,
-#: but not ``tokenizer`` or ``max_tokens_per_minute``.
+#: but not ``tokenizer`` or ``max_tokens_per_minute``. A key need not be ASCII (``DB_PASSWORD_ÄLT``,
+#: ``ПАРОЛЬ``); the CJK words stand anywhere in a name (``数据库密码``), as CJK has no word separator.
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|"
-    r"CREDENTIALS?|AUTH_?KEY|AUTH_?TOKEN|CLIENT_?SECRET)(?:_|$)"
+    r"CREDENTIALS?|AUTH_?KEY|AUTH_?TOKEN|CLIENT_?SECRET|PASSWORT|KENNWORT|CONTRASEÑA|SENHA|"
+    r"MOT_DE_PASSE|ПАРОЛЬ)(?:_|$)|密码|口令|密钥|令牌|パスワード|비밀번호"
+)
+#: Names that are not secrets although a secret word is a part: the shell's working folders, and a
+#: secret word followed by what describes the secret rather than being it (``SECRET_NAME``,
+#: ``TOKEN_URL``, ``token_endpoint``, ``PRIVATE_KEY_PATH``, ``API_KEY_ID``).
+_NOT_SECRET_NAME = re.compile(
+    r"^(?:OLD)?PWD$|_(?:NAMES?|URL|URI|ENDPOINT|HOST|PORT|PATH|FILE|DIR|ARN|TYPE|ID|LEN|LENGTH|SIZE|"
+    r"EXPIRY|EXPIRES|EXPIRES_IN|EXPIRATION|TTL|HEADER|PARAM|FIELD|PREFIX|ENV|VAR|REF|KIND|MODE|COUNT|"
+    r"LIMIT|TIMEOUT|FORMAT|VERSION|POLICY|SCOPES?|ISSUER|AUDIENCE|ALGORITHM|LOCATION|REGION|PROVIDER|"
+    r"STORE|MANAGER|ROTATION|HINT|LABEL|DESCRIPTION|ENABLED|REQUIRED|SOURCE)$"
 )
 #: Values of such names that are settings, not secrets.
 _NOT_SECRET_VALUE = re.compile(r"^(?:\d+|true|false|null|none|required|optional|enabled|disabled)$", re.I)
+#: Values that point at a secret instead of being one: a path (``PWD=/home/…``, a key file), a URL
+#: without credentials (a password in one is the ``url-password`` row's), and code that reads it: an
+#: attribute or a call (``self.password``, ``get_token(s)``, ``config['secret']``). A dotted value with
+#: a digit (``hunter2.old``) is a secret all the same.
+_POINTER_VALUE = re.compile(
+    r"^(?:[/~]|\.\.?/|[A-Za-z]:\\|[a-z][a-z0-9+.-]*://)"
+    r"|^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+[,;)]?$"
+    r"|^[A-Za-z_][\w.]*[(\[](?:.*[)\]])?[,;]?$"
+)
 
 
 def _name_parts(name: str) -> str:
@@ -78,13 +98,27 @@ def _name_parts(name: str) -> str:
     return re.sub(r"[.-]", "_", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)).upper()
 
 
-#: A value of such a line: no spaces or quotes, ends at a space, a quote, ``#``, ``;``, ``,`` or EOL.
-_VALUE = r"(?P<secret>[^\s\"'`#;,<>()\[\]{}$]{6,})(?=[\s\"'`#;,]|$)"
+#: The value of such a line, after an optional opening quote: quoted, everything up to the same
+#: quote on that line (spaces, ``#`` and all); unquoted, the run of printable ASCII up to a space or a
+#: quote, whatever it holds (``hunter2$ecure``, ``abc#def``, ``a/b(c)``): a secret is all of it.
+_VALUE = r"(?P<quote>[\"'`])?(?P<secret>(?(quote)(?:(?!(?P=quote))[^\n]){6,}(?=(?P=quote))|[!#-&(-_a-~]{6,}))"
+
+
+def _aws_secret(group: str) -> str:
+    """An AWS secret access key as group ``group``: 40 characters of base64 standing alone, with an
+    upper-case letter, a lower-case letter and a digit among them."""
+    alone = r"[A-Za-z0-9/+=]"
+    return (
+        rf"(?<!{alone})(?P<{group}>(?=[A-Za-z0-9/+]{{0,39}}[A-Z])(?=[A-Za-z0-9/+]{{0,39}}[a-z])"
+        rf"(?=[A-Za-z0-9/+]{{0,39}}[0-9])[A-Za-z0-9/+]{{40}})(?!{alone})"
+    )
+
 
 #: (kind, needles, regex, flags). A row runs only when one of its needles is in the text (a needle
 #: in lower case: in the lower-cased text): most text holds no ``sk-`` at all, and a scan it can
-#: skip costs nothing. When the regex has a ``secret`` group only that part is replaced (the user
-#: name of a URL, the header name, the ``.env`` key stay readable). Earlier rows win overlaps,
+#: skip costs nothing. When the regex has a ``secret`` group (or, in another branch, a group named
+#: ``secret_…``) only that part is replaced (the user name of a URL, the header name, the ``.env``
+#: key stay readable). Earlier rows win overlaps,
 #: so specific formats come before generic ones.
 RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     (
@@ -100,7 +134,7 @@ RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     ("huggingface-token", ("hf_",), _L + r"hf_[A-Za-z0-9]{30,}" + _R, 0),
     ("stripe-key", ("_live_", "_test_"), _L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _R, 0),
     ("stripe-webhook-secret", ("whsec_",), _L + r"whsec_[0-9A-Za-z]{24,}" + _R, 0),
-    ("slack-token", ("xox",), _L + r"xox[abposre]-[0-9A-Za-z-]{10,}", 0),
+    ("slack-token", ("xox", "xapp-"), _L + r"(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10,}", 0),
     (
         "slack-webhook",
         ("hooks.slack.com",),
@@ -145,9 +179,28 @@ RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
         r"aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
         _I,
     ),
+    (
+        # an AWS secret access key in prose beside its key id (``AKIA… / wJalr…``), either order,
+        # up to 200 characters apart: 40 characters of base64 with upper, lower case and a digit
+        # (a git SHA is lower-case hex)
+        "aws-secret-key",
+        ("AKIA", "ASIA"),
+        r"(?:AKIA|ASIA)[A-Z0-9]{16}[\s\S]{0,200}?"
+        + _aws_secret("secret")
+        + r"|"
+        + _aws_secret("secret_before")
+        + r"(?=[\s\S]{0,200}?(?:AKIA|ASIA)[A-Z0-9]{16})",
+        0,
+    ),
     ("jwt", ("eyj",), _L + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _R, 0),
-    ("azure-storage-key", ("accountkey=",), r"AccountKey=(?P<secret>[A-Za-z0-9+/=]{40,})", 0),
-    ("url-password", ("://",), r"\b[a-z][a-z0-9+.-]*://[^\s:/@\"'`]*:(?P<secret>[^\s@/\"'`]{3,})@", _I),
+    ("azure-storage-key", ("accountkey=",), r"AccountKey=(?P<secret>[A-Za-z0-9+/=]{40,})", _I),
+    (
+        # the password runs to the last ``@`` before a host: it may hold ``/``, ``#`` or an unencoded ``@``
+        "url-password",
+        ("://",),
+        r"\b[a-z][a-z0-9+.-]*://[^\s:/@\"'`]*:(?P<secret>(?!\d{1,5}(?:/|$))[^\s\"'`]{3,})@[\w.-]*\w",
+        _I,
+    ),
     (
         "authorization",
         ("authorization",),
@@ -157,20 +210,23 @@ RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
     ),
     ("bearer-token", ("bearer",), r"\bBearer\s+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)", 0),
     (
+        # inside a connection string: after a ``;``, or ended by one (``PWD=/home/…`` is a shell's)
         "connection-string-password",
         ("password", "pwd"),
-        r"(?:^|[;\s\"'])(?:Password|Pwd)\s*=\s*(?P<secret>[^;\s\"']{3,})",
+        r";\s*(?:Password|Pwd)\s*=\s*(?P<secret>[^;\s\"']{3,})"
+        r"|(?:^|[\s\"'])(?:Password|Pwd)\s*=\s*(?P<secret_end>[^;\s\"']{3,})(?=;)",
         _I,
     ),
     (
         "env-secret",
         ("=", ":"),
-        r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"']?[ \t]*[=:][ \t]*[\"']?" + _VALUE,
+        r"(?<![\w.-])(?P<name>[\w.-]+)[\"']?[ \t]*[=:：][ \t]*" + _VALUE,
         0,
     ),
 )
 
-_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", _I | _S)
+#: ``<private>``, ``<private >``, ``<private reason="…">`` and their closing tag, any case.
+_PRIVATE_TAG = re.compile(r"<(?P<close>/)?\s*private(?(close)\s*|(?:\s[^<>]*)?)>", _I)
 #: Values that name where a secret comes from instead of being one (``$TOKEN``, ``env:VAR``,
 #: ``<your-key>``, ``***``), or an earlier redaction.
 _PLACEHOLDER = re.compile(r"^(?:\$|env:|<|\{|%|\*{3}|x{6}|\[REDACTED|os\.environ|process\.env)", _I)
@@ -210,10 +266,59 @@ _BUILTIN = _compile(RULES)
 
 
 def _secret_assignment(match: re.Match[str]) -> bool:
-    """Whether an ``env-secret`` match assigns a secret: its name names one, its value is no setting."""
-    return bool(_SECRET_NAME.search(_name_parts(match.group("name")))) and not _NOT_SECRET_VALUE.match(
-        match.group("secret")
-    )
+    """Whether an ``env-secret`` match assigns a secret: its name names one (and not what describes
+    it), its value is no setting and points at nothing (a quoted value is taken as written)."""
+    name = _name_parts(match.group("name"))
+    if not _SECRET_NAME.search(name) or _NOT_SECRET_NAME.search(name):
+        return False
+    value = match.group("secret")
+    if _NOT_SECRET_VALUE.match(value) or value.rstrip(",;)").lower() == match.group("name").lower():
+        return False  # a setting, or code handing a variable on (``api_key=api_key``)
+    return bool(match.group("quote")) or not _POINTER_VALUE.search(value)
+
+
+def _secret_span(match: re.Match[str]) -> tuple[int, int]:
+    """The part of a match to take out: its ``secret``/``secret_…`` group that matched, else all."""
+    for name in match.re.groupindex:
+        if name.startswith("secret") and match.group(name) is not None:
+            return match.span(name)
+    return match.span()
+
+
+_OPENERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _trim(text: str, start: int, end: int) -> int:
+    """The end of an unquoted value without a trailing ``,``/``;`` or closing brackets it did not
+    open (``f(token=abc123)``): those belong to the text around it."""
+    while end > start:
+        last = text[end - 1]
+        opener = _OPENERS.get(last)
+        unopened = opener is not None and text.count(opener, start, end) < text.count(last, start, end)
+        if last not in ",;" and not unopened:
+            break
+        end -= 1
+    return end
+
+
+def private_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``<private>`` blocks are, nested ones inside the outermost: from its opening tag to its
+    own closing tag (the first ``</private>`` closes only the innermost), or to the end of the text
+    when it is never closed. A closing tag with nothing open hides nothing."""
+    spans: list[tuple[int, int]] = []
+    depth = start = 0
+    for tag in _PRIVATE_TAG.finditer(text):
+        if tag.group("close") is None:
+            if depth == 0:
+                start = tag.start()
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, tag.end()))
+    if depth:
+        spans.append((start, len(text)))
+    return spans
 
 
 class Redactor:
@@ -240,16 +345,17 @@ class Redactor:
             return []
         lower = text.lower()
         taken: list[Finding] = []
-        if "<private>" in lower:
-            taken = [Finding("private", m.start(), m.end()) for m in _PRIVATE.finditer(text)]
+        if "<private" in lower:
+            taken = [Finding("private", start, end) for start, end in private_spans(text)]
         for kind, needles, pattern in self.rules if secrets else ():
             if needles and not any(n in (text if n.lower() != n else lower) for n in needles):
                 continue
             for match in pattern.finditer(text):
                 if "name" in pattern.groupindex and not _secret_assignment(match):
                     continue
-                has_secret = "secret" in pattern.groupindex and match.group("secret") is not None
-                start, end = match.span("secret") if has_secret else match.span()
+                start, end = _secret_span(match)
+                if "quote" in pattern.groupindex and not match.group("quote"):
+                    end = _trim(text, start, end)
                 value = text[start:end]
                 if value in self.allow or _PLACEHOLDER.match(value):
                     continue
