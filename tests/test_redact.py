@@ -237,3 +237,15 @@ def test_an_env_dump_is_left_alone(tmp_path: Path) -> None:
     )
     found = Redactor().findings(dump)
     assert [f.kind for f in found] == ["github-token"]
+
+
+def test_a_fragment_hides_what_a_block_begun_above_it_holds() -> None:
+    """A stored chunk cut from a file nobody redacted: the ``</private>`` (or the END line of a key
+    block) whose opening is in an earlier chunk still hides what it closes. In a whole file a stray
+    closing tag hides nothing."""
+    chunk = "## Rotation\n\nPIN 4455 rotates.\n</private>\n\nPublic text."
+    assert Redactor().redact(chunk, fragment=True).text == "\n\n\n\n\nPublic text."
+    assert Redactor().redact(chunk).text == chunk
+    body = "\n".join("Mk" + "a1B2c3D4" * 8 for _ in range(3))
+    cut = f"{body}\n-----END RSA PRIVATE KEY-----\nafter"
+    assert Redactor().redact(cut).text == "[REDACTED:private-key]\n\n\n\nafter"  # lines kept

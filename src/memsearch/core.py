@@ -470,9 +470,12 @@ class MemSearch:
         return hits
 
     async def _search_here(self, query: str, **options: Any) -> list[dict[str, Any]]:
+        from memsearch import exits
         from memsearch.engine.time_search import timed_search
 
-        return await timed_search(self, query, **options)
+        # the store may hold what memsearch did not redact (an index the original built, a note
+        # indexed with ``redact.notes = warn``): hits leave through the exits' redaction
+        return [exits.fields(hit, "search") for hit in await timed_search(self, query, **options)]
 
     def _indexed_sources(self) -> set[str]:
         """Every file the store holds chunks of (the candidates of a window of days)."""

@@ -114,9 +114,12 @@ class MemSearchError(Exception):
         return self.message
 
     def one_line(self) -> str:
-        """The message and hint as a single line (newlines folded), as the CLI prints it."""
+        """The message and hint as a single line (newlines folded), as the CLI prints it; an error
+        may quote what it was given or read, so the line passes the exits' redaction."""
+        from memsearch import exits
+
         text = self.message if not self.hint else f"{self.message.rstrip('.')}. Hint: {self.hint}"
-        return " ".join(text.split())
+        return " ".join(exits.out(text, "error").split())
 
 
 # --- configuration --------------------------------------------------------------------------

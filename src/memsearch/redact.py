@@ -44,7 +44,8 @@ __all__ = [
     "record",
 ]
 
-#: Where redaction happens; the keys of the counts file.
+#: Where redaction happens; the keys of the counts file (with ``exit:<door>``, what left by a door of
+#: :mod:`memsearch.exits`).
 BOUNDARIES: tuple[str, ...] = (
     "capture", "summary", "index", "query", "maintenance", "skills", "compact", "scan",
 )  # fmt: skip
@@ -125,7 +126,9 @@ RULES: tuple[tuple[str, tuple[str, ...], str, int], ...] = (
         "private-key",
         ("private key",),
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,.-]*)",
+        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,.-]*)"
+        # the body of a block whose BEGIN line is not in the text (a chunk cut inside the block)
+        r"|^(?:[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
         _S,
     ),
     ("anthropic-api-key", ("sk-ant-",), _L + r"sk-ant-[A-Za-z0-9_-]{20,}", 0),
@@ -301,10 +304,12 @@ def _trim(text: str, start: int, end: int) -> int:
     return end
 
 
-def private_spans(text: str) -> list[tuple[int, int]]:
+def private_spans(text: str, *, fragment: bool = False) -> list[tuple[int, int]]:
     """Where ``<private>`` blocks are, nested ones inside the outermost: from its opening tag to its
     own closing tag (the first ``</private>`` closes only the innermost), or to the end of the text
-    when it is never closed. A closing tag with nothing open hides nothing."""
+    when it is never closed. A closing tag with nothing open hides nothing in a whole file; in a
+    ``fragment`` (a stored chunk, cut from a file memsearch may not have redacted) it closes a block
+    that began before the fragment: everything before it is hidden."""
     spans: list[tuple[int, int]] = []
     depth = start = 0
     for tag in _PRIVATE_TAG.finditer(text):
@@ -316,6 +321,8 @@ def private_spans(text: str) -> list[tuple[int, int]]:
             depth -= 1
             if depth == 0:
                 spans.append((start, tag.end()))
+        elif fragment:
+            spans.append((spans[-1][1] if spans else 0, tag.end()))
     if depth:
         spans.append((start, len(text)))
     return spans
@@ -338,15 +345,15 @@ class Redactor:
         # extra patterns first: a user's own format is more specific than the generic rows
         self.rules = _compile((kind, (), regex, 0) for kind, regex in patterns) + _BUILTIN
 
-    def findings(self, text: str, *, secrets: bool = True) -> list[Finding]:
+    def findings(self, text: str, *, secrets: bool = True, fragment: bool = False) -> list[Finding]:
         """The spans to take out of ``text``, in order, never overlapping (only the private spans
-        when ``secrets`` is False)."""
+        when ``secrets`` is False; ``fragment``: see :func:`private_spans`)."""
         if not self.enabled or not text:
             return []
         lower = text.lower()
         taken: list[Finding] = []
-        if "<private" in lower:
-            taken = [Finding("private", start, end) for start, end in private_spans(text)]
+        if "private" in lower:  # an opening or a closing tag
+            taken = [Finding("private", start, end) for start, end in private_spans(text, fragment=fragment)]
         for kind, needles, pattern in self.rules if secrets else ():
             if needles and not any(n in (text if n.lower() != n else lower) for n in needles):
                 continue
@@ -364,9 +371,9 @@ class Redactor:
                 taken.append(Finding(kind, start, end))
         return sorted(taken, key=lambda f: f.start)
 
-    def redact(self, text: str, *, secrets: bool = True) -> Redaction:
+    def redact(self, text: str, *, secrets: bool = True, fragment: bool = False) -> Redaction:
         """``text`` with private spans removed and secrets replaced by ``[REDACTED:<kind>]``."""
-        found = self.findings(text, secrets=secrets)
+        found = self.findings(text, secrets=secrets, fragment=fragment)
         if not found:
             return Redaction(text)
         parts: list[str] = []
