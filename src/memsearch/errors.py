@@ -114,12 +114,14 @@ class MemSearchError(Exception):
         return self.message
 
     def one_line(self) -> str:
-        """The message and hint as a single line (newlines folded), as the CLI prints it; an error
-        may quote what it was given or read, so the line passes the exits' redaction."""
-        from memsearch import exits
+        """The message and hint as a single line (newlines folded), as the CLI prints it. An error
+        may quote what it was given or read (a query, a line of a file, a model's answer), and
+        its line is shown, logged and handed to models: private spans and secrets are taken out
+        (the built-in rules: an error may be about the configuration itself)."""
+        from memsearch.detector import Detector
 
         text = self.message if not self.hint else f"{self.message.rstrip('.')}. Hint: {self.hint}"
-        return " ".join(exits.out(text, "error").split())
+        return " ".join(Detector().redact(text).text.split())
 
 
 # --- configuration --------------------------------------------------------------------------

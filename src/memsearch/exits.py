@@ -6,9 +6,10 @@ through memsearch: journals of the original memsearch or of an older version, a 
 a note, a transcript, an index another tool built. Whatever memsearch hands a model or prints is
 read back from those, so every door (:data:`DOORS`) calls :func:`out` with the text it is about to
 hand out: ``expand``, search hits, transcripts, the journals and PROJECT.md/USER.md a session starts
-with, the MCP resources, ``recent``, the prompts of maintenance and ``compact``, the recall log and
-error lines. ``tests/test_exits.py`` plants secrets on disk and drives every door with real
-processes; a door it does not know fails it.
+with, the MCP resources, ``recent``, the prompts of maintenance and ``compact``, and the recall log.
+Error lines are the error tree's (``MemSearchError.one_line`` redacts them).
+``tests/test_exits.py`` plants secrets on disk and drives every door with real processes; a door it
+does not know fails it.
 
 Always on: ``MEMSEARCH_REDACT=0`` and ``redact.enabled = false`` decide what memsearch *writes* (a
 session the user trusts), never what it shows. The raw text stays where its owner can read it: their
@@ -36,12 +37,9 @@ __all__ = ["DOORS", "Door", "fields", "out", "redactor"]
 
 @dataclass(frozen=True)
 class Door:
-    """One way memory text leaves: what goes out there, and whether the user's ``[redact]``
-    settings are read for it (an error line may be about the configuration itself: it gets the
-    built-in rules, never a second configuration error)."""
+    """One way memory text leaves, and what goes out there."""
 
     what: str
-    configured: bool = True
 
 
 #: Every door, by the name its callers pass to :func:`out`.
@@ -59,8 +57,10 @@ DOORS: dict[str, Door] = {
     "compact": Door("the chunks `compact` sends its model"),
     "skills": Door("skill candidates as `memsearch skills list` shows them"),
     "recall-log": Door("a query written to the recall log"),
-    "error": Door("an error line (`Error: ...`, an MCP tool error, a hook's log line)", configured=False),
 }
+#: Not a door of this table: an error line (``MemSearchError.one_line``: ``Error: ...``, an MCP tool
+#: error, a hook's log line) is redacted by the error tree itself with the built-in rules, which
+#: read no configuration (an error may be about the configuration).
 
 
 @functools.lru_cache(maxsize=8)
@@ -92,10 +92,10 @@ def out(text: str, door: str, cfg: Any = None, *, fragment: bool = False) -> str
     out, secrets replaced by ``[REDACTED:<kind>]``. ``fragment``: ``text`` is a piece cut from a
     file (a stored chunk), so a ``</private>`` with nothing open closes a block begun above it
     (:func:`memsearch.redact.private_spans`). Never raises for the text's sake."""
-    spec = DOORS[door]
+    DOORS[door]  # a door of the table (KeyError otherwise: a caller's mistake)
     if not text:
         return text
-    result = (redactor(cfg) if spec.configured else _built((), ())).redact(text, fragment=fragment)
+    result = redactor(cfg).redact(text, fragment=fragment)
     if result.counts:
         from memsearch import redact
 
