@@ -27,36 +27,28 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from memsearch.redact import Redactor
 
-__all__ = ["DOORS", "Door", "fields", "out", "redactor"]
+__all__ = ["DOORS", "fields", "out", "redactor"]
 
 
-@dataclass(frozen=True)
-class Door:
-    """One way memory text leaves, and what goes out there."""
-
-    what: str
-
-
-#: Every door, by the name its callers pass to :func:`out`.
-DOORS: dict[str, Door] = {
-    "search": Door("search hits, content and heading: CLI, MemSearch/Memory, MCP, prompt auto-inject"),
-    "expand": Door("a chunk's section read back from its file: CLI, MemSearch/Memory, MCP"),
-    "transcript": Door("conversation turns: CLI text and JSON, the MCP tool"),
-    "journal": Door(
+#: Every door: the name its callers pass to :func:`out`, and what goes out there.
+DOORS: dict[str, str] = {
+    "search": "search hits, content and heading: CLI, MemSearch/Memory, MCP, prompt auto-inject",
+    "expand": "a chunk's section read back from its file: CLI, MemSearch/Memory, MCP",
+    "transcript": "conversation turns: CLI text and JSON, the MCP tool",
+    "journal": (
         "journals and PROJECT.md/USER.md read for a model: session start of every host, MCP resources, "
         "maintenance prompts"
     ),
-    "recent": Door("`memsearch recent`: each entry's first bullet, each note's title"),
-    "model": Door("any text framed for a model (agent.framing.frame)"),
-    "maintenance": Door("the prompt a maintenance task sends its model"),
-    "compact": Door("the chunks `compact` sends its model"),
-    "skills": Door("skill candidates as `memsearch skills list` shows them"),
-    "recall-log": Door("a query written to the recall log"),
+    "recent": "`memsearch recent`: each entry's first bullet, each note's title",
+    "model": "any text framed for a model (agent.framing.frame)",
+    "maintenance": "the prompt a maintenance task sends its model",
+    "compact": "the chunks `compact` sends its model",
+    "skills": "skill candidates as `memsearch skills list` shows them",
+    "recall-log": "a query written to the recall log",
 }
 #: Not a door of this table: an error line (``MemSearchError.one_line``: ``Error: ...``, an MCP tool
 #: error, a hook's log line) is redacted by the error tree itself with the built-in rules, which
@@ -92,7 +84,8 @@ def out(text: str, door: str, cfg: Any = None, *, fragment: bool = False) -> str
     out, secrets replaced by ``[REDACTED:<kind>]``. ``fragment``: ``text`` is a piece cut from a
     file (a stored chunk), so a ``</private>`` with nothing open closes a block begun above it
     (:func:`memsearch.redact.private_spans`). Never raises for the text's sake."""
-    DOORS[door]  # a door of the table (KeyError otherwise: a caller's mistake)
+    if door not in DOORS:
+        raise KeyError(f"{door!r} is not a door of memsearch.exits.DOORS")
     if not text:
         return text
     result = redactor(cfg).redact(text, fragment=fragment)
