@@ -58,6 +58,13 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
     )
     assert share, proc.stdout[-2000:]  # the model's time came from ours' own report of the run
     assert 0 < float(share[1]) < float(share[2]) and 0 < int(share[3]) < 100
+    # the detector alone beside the full index and the capture it is part of (issue 37: < 5 % each)
+    detector = re.search(
+        r"Redaction alone \(memsearch\.detector, in-process\): [\d.]+ s for the corpus .*; "
+        r"([\d.]+)% of a full index .*; ([\d.]+)% of a capture",
+        proc.stdout,
+    )
+    assert detector, proc.stdout[-2000:]
 
 
 def _tool(tmp_path: Path, code: str) -> Tool:

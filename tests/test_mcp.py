@@ -391,3 +391,19 @@ async def test_recall_tools_keep_to_the_token_budget_and_are_logged(isolated_env
     assert (search["session"], search["host"], search["via"]) == ("", "mcp", "mcp")
     assert token not in search["query"] and search["query"].startswith("checkout timeout [REDACTED:")
     assert 1 <= search["hits"] <= 3 and 0 < search["tokens"] <= 200
+
+
+async def test_project_and_user_md_are_resources_and_never_show_a_secret(isolated_env: Path) -> None:
+    """With PROJECT.md and USER.md present the server starts (it crashed: the SDK refused their
+    readers' parameters) and serves both, redacted like every other door."""
+    project = _project(isolated_env)
+    token = "ghp_" + "Qw8Er7" * 6
+    (project / ".memsearch" / "PROJECT.md").write_text(f"# Project\n\nPush with {token}.\n", encoding="utf-8")
+    (project / ".memsearch" / "USER.md").write_text("# User\n\nPrefers <private>PIN 4455</private> tabs.\n")
+    async with session(project) as client:
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert {"memsearch://project", "memsearch://user"} <= resources
+        shown = (await client.read_resource("memsearch://project")).contents[0].text  # type: ignore[union-attr]
+        assert "[REDACTED:github-token]" in shown and token not in shown
+        user = (await client.read_resource("memsearch://user")).contents[0].text  # type: ignore[union-attr]
+        assert "Prefers" in user and "4455" not in user

@@ -118,9 +118,14 @@ class MemSearchError(Exception):
         return self.message
 
     def one_line(self) -> str:
-        """The message and hint as a single line (newlines folded), as the CLI prints it."""
+        """The message and hint as a single line (newlines folded), as the CLI prints it. An error
+        may quote what it was given or read (a query, a line of a file, a model's answer), and
+        its line is shown, logged and handed to models: private spans and secrets are taken out
+        (the built-in rules: an error may be about the configuration itself)."""
+        from memsearch.detector import Detector
+
         text = self.message if not self.hint else f"{self.message.rstrip('.')}. Hint: {self.hint}"
-        return " ".join(text.split())
+        return " ".join(Detector().redact(text).text.split())
 
 
 # --- configuration --------------------------------------------------------------------------

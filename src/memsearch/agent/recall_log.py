@@ -11,8 +11,8 @@ memory was never consulted.
 Privacy: the log never leaves the machine. It lives in ``~/.memsearch/recall/<collection>.jsonl``
 (a private 0700 folder, the file 0600, opened without following links, appended under a lock so
 concurrent processes lose no line), rotated to ``.1`` once it passes :data:`MAX_BYTES` (at most
-two files). A query is stored only after :mod:`memsearch.redact` took secrets and ``<private>``
-spans out, and cut to :data:`QUERY_CHARS`. ``[telemetry] recall = false`` or
+two files). A query is stored only after the exits' redaction (:mod:`memsearch.exits`, always on)
+took secrets and ``<private>`` spans out, and cut to :data:`QUERY_CHARS`. ``[telemetry] recall = false`` or
 ``MEMSEARCH_RECALL_LOG=0`` switches it off (nothing is written). Writing never raises: a full disk
 must not stop a hook or a search.
 
@@ -128,9 +128,9 @@ def record(
             **fields,
         }
         if query is not None:
-            from memsearch import redact
+            from memsearch import exits
 
-            line["query"] = redact.current(cfg, env).redact(query).text[:QUERY_CHARS]
+            line["query"] = exits.out(query, "recall-log", cfg)[:QUERY_CHARS]
         _append(log_path(collection), json.dumps(line, ensure_ascii=False) + "\n")
     except Exception:  # telemetry must never stop a hook or a search
         return

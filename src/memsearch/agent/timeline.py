@@ -136,7 +136,9 @@ def _title(text: str, path: Path) -> str:
 
 def timeline(paths: Iterable[str | os.PathLike[str]], window: Window) -> list[Day]:
     """The days of ``window`` that gained something under ``paths``, newest first: each day's
-    journal entries (in time order) and the other markdown files last changed that day."""
+    journal entries (in time order) and the other markdown files last changed that day. What it
+    shows of a file passes the exits' redaction (:mod:`memsearch.exits`)."""
+    from memsearch import exits
     from memsearch.engine.project_files import MAX_JOURNAL_BYTES, read_project_text
 
     days: dict[dt.date, Day] = {}
@@ -148,7 +150,7 @@ def timeline(paths: Iterable[str | os.PathLike[str]], window: Window) -> list[Da
                 continue
             if not window.contains(when):
                 continue
-            text = read_project_text(path, root, max_bytes=MAX_JOURNAL_BYTES)
+            text = exits.out(read_project_text(path, root, max_bytes=MAX_JOURNAL_BYTES), "recent")
             entries = journal_entries(text, str(path))
             if entries:
                 days.setdefault(when, Day(when)).entries.extend(entries)
@@ -158,7 +160,7 @@ def timeline(paths: Iterable[str | os.PathLike[str]], window: Window) -> list[Da
         except (OSError, ValueError, OverflowError):
             continue
         if window.contains(stamp.date()):
-            title = _title(read_project_text(path, root), path)
+            title = _title(exits.out(read_project_text(path, root), "recent"), path)
             days.setdefault(stamp.date(), Day(stamp.date())).notes.append(
                 Note(str(path), stamp.strftime("%H:%M"), title)
             )

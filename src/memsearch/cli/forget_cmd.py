@@ -222,9 +222,9 @@ def _select(
         dirs = [str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])]
         found += blocks_for_entries(dirs, match, preview_redactor)
     if query:
-        for row in memory.search(query, top_k=top_k):
-            try:
-                found += of_row(row)
+        for hit in memory.search(query, top_k=top_k):
+            try:  # a hit is redacted for showing; the file is compared with the row as stored
+                found += of_row(memory.get_chunk(hit["chunk_hash"]))
             except StaleChunkError as exc:  # one stale hit must not stop the others
                 click.echo(f"Warning: skipped a hit: {exc.one_line()}", err=True)
     unique = {(b.path, b.start, b.end): b for b in found}

@@ -82,9 +82,11 @@ def add(name: str, description: str, body_file: IO[bytes]) -> None:
 @click.option("--json-output", "-j", is_flag=True, help="Output as JSON.")
 def list_(json_output: bool) -> None:
     """List the candidates and whether each is installed."""
+    from memsearch import exits
+
     candidates = store.list_candidates(memsearch_dir())
     if json_output:
-        _echo_json([c.to_dict() for c in candidates])
+        _echo_json([exits.fields(c.to_dict(), "skills", ("name", "description")) for c in candidates])
         return
     if not candidates:
         click.echo("No skills in the store yet.")
@@ -92,7 +94,7 @@ def list_(json_output: bool) -> None:
     for c in candidates:
         word, ready = STATUS_TEXT.get(c.status, (c.status, ""))
         seen = f", seen {c.occurrences}x" if c.occurrences is not None else ""
-        click.echo(f"- {c.slug} [{word}{seen}{ready}] - {c.description}")
+        click.echo(f"- {c.slug} [{word}{seen}{ready}] - {exits.out(c.description, 'skills')}")
 
 
 def _summary(root_dir: Path) -> dict[str, Any]:

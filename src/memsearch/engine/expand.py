@@ -201,6 +201,10 @@ def _section_range(
 
 
 def _read_source(source: str) -> tuple[list[str], str | None]:
+    """The file's lines as they may leave memsearch: the whole file redacted first (a ``<private>``
+    block or a key block may begin above the section shown), line numbers unchanged."""
+    from memsearch import exits
+
     try:
         decoded = read_markdown(Path(source).expanduser())
     except FileNotFoundError:
@@ -213,7 +217,7 @@ def _read_source(source: str) -> tuple[list[str], str | None]:
             f"Cannot read {source}: {exc.strerror or exc}",
             hint="check the file's permissions, then try again",
         ) from None
-    return split_lines(decoded.text), decoded.warning
+    return split_lines(exits.out(decoded.text, "expand")), decoded.warning
 
 
 def expand_chunk(
@@ -265,10 +269,12 @@ def expand_chunk(
     anchor = parse_anchor("\n".join(lines[own_begin:own_end]))
     if anchor is None and section and context_lines is None:
         anchor = parse_anchor(content)
+    from memsearch import exits
+
     return Expansion(
         chunk_hash=str(chunk.get("chunk_hash", "")),
         source=source,
-        heading=str(chunk.get("heading") or ""),
+        heading=exits.out(str(chunk.get("heading") or ""), "expand"),
         start_line=begin + 1,
         end_line=end,
         content=content,

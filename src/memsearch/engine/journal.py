@@ -386,11 +386,14 @@ def recent_days(
 ) -> list[tuple[str, list[str]]]:
     """``(file name, preview lines)`` of the newest ``files`` journals (newest first) that have
     something to show. Only those few files are read, and only when they are regular files inside
-    ``root`` (default: the memory folder)."""
+    ``root`` (default: the memory folder); each is redacted whole before its lines are picked
+    (:mod:`memsearch.exits`: a journal may come from anywhere)."""
+    from memsearch import exits
+
     days: list[tuple[str, list[str]]] = []
     inside = Path(root) if root is not None else Path(memory_dir)
     for path in journal_files(memory_dir, files):
-        lines = preview_lines(_read_text(path, inside), max_lines)
+        lines = preview_lines(exits.out(_read_text(path, inside), "journal"), max_lines)
         if lines:
             days.append((path.name, lines))
     return days

@@ -91,9 +91,10 @@ class Task:
 
 
 def _current_file(run: TaskRun) -> str:
+    from memsearch import exits
     from memsearch.agent.framing import frame
 
-    text = read_text(run.output, root_of(run.ctx, run.output))
+    text = exits.out(read_text(run.output, root_of(run.ctx, run.output)), "journal", run.ctx.config)
     return frame(text, run.output.name) if text.strip() else "(the file does not exist yet)"
 
 
