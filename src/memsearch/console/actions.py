@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 from memsearch.console.exits import shown
 from memsearch.console.html import el, link, url
 from memsearch.console.inbox_view import action_form
+from memsearch.console.web import Reply, Request
 
 if TYPE_CHECKING:
     from memsearch.console.projects import Project
-    from memsearch.console.server import Console, Reply, Request
+    from memsearch.console.server import Console
     from memsearch.engine.forget import Block
     from memsearch.engine.interface import Memory
     from memsearch.redact import Redactor
@@ -150,7 +151,6 @@ def _safe_next(value: str, fallback: str) -> str:
 
 
 def run_action(console: Console, request: Request) -> Reply:
-    from memsearch.console.server import Reply
     from memsearch.errors import MemSearchError
 
     action = ACTIONS[request.path.removeprefix("/act/")]

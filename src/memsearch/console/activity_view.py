@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 from memsearch.console.exits import shown
 from memsearch.console.html import Raw, el, json_block, link
 from memsearch.console.timeline_view import host_name
+from memsearch.console.web import Reply, Request
 
 if TYPE_CHECKING:
     from memsearch.console.projects import Project
-    from memsearch.console.server import Console, Reply, Request
+    from memsearch.console.server import Console
 
 __all__ = ["activity_api", "activity_page", "project_report"]
 
@@ -249,6 +250,4 @@ def activity_page(console: Console, request: Request) -> Reply:
 
 
 def activity_api(console: Console, request: Request) -> Reply:
-    from memsearch.console.server import Reply
-
     return Reply.json(project_report(console.one(request), _days(request)))

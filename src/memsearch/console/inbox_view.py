@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from memsearch.console.exits import shown
 from memsearch.console.html import Raw, el, link, url
+from memsearch.console.web import Reply, Request
 
 if TYPE_CHECKING:
     from memsearch.agent.duplicates import Finding
     from memsearch.console.projects import Project
-    from memsearch.console.server import Console, Reply, Request
+    from memsearch.console.server import Console
     from memsearch.engine.secret_scan import Hit
 
 __all__ = ["action_form", "inbox_page", "secrets_of", "waiting_count"]

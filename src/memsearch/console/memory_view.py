@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from memsearch.console.exits import shown
 from memsearch.console.html import Raw, el, link, url
 from memsearch.console.timeline_view import HOST_NAMES, host_name
+from memsearch.console.web import Reply, Request
 
 if TYPE_CHECKING:
     from memsearch.console.projects import Project
-    from memsearch.console.server import Console, Reply, Request
+    from memsearch.console.server import Console
     from memsearch.engine.expand import Expansion
     from memsearch.transcript import Turn
 
@@ -156,8 +157,6 @@ def search_page(console: Console, request: Request) -> Reply:
 
 
 def search_api(console: Console, request: Request) -> Reply:
-    from memsearch.console.server import Reply
-
     hits, window = _search(console, request)
     shown_hits = [
         {**{k: (shown(v) if isinstance(v, str) else v) for k, v in hit.items()}, "project": p.key}

@@ -10,12 +10,10 @@ the page (or ``{"error": ...}`` for ``/api/``), anything else one line on stderr
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
@@ -24,9 +22,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from memsearch.console.guard import HEADERS, Guard
 from memsearch.console.html import el, page
 from memsearch.console.projects import ALL, Project
+from memsearch.console.web import Reply, Request
 from memsearch.errors import MemSearchError
 
-__all__ = ["Console", "Reply", "Request", "listen", "serve"]
+__all__ = ["Console", "listen", "serve"]
 
 #: The largest form a POST may send (a forget confirmation lists a few digests).
 MAX_FORM_BYTES = 64 * 1024
@@ -35,41 +34,6 @@ STATIC = {
     "console.css": "text/css; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
 }
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: Mapping[str, str]
-    form: dict[str, list[str]] = field(default_factory=dict)
-
-    def arg(self, name: str, default: str = "") -> str:
-        """A query (GET) or form (POST) value, "" when absent."""
-        if self.method == "POST":
-            return (self.form.get(name) or [default])[0]
-        return self.query.get(name, default)
-
-    def args(self, name: str) -> list[str]:
-        return list(self.form.get(name, []))
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes = b""
-    content_type: str = "text/html; charset=utf-8"
-    headers: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def json(cls, data: Any, status: int = 200) -> Reply:
-        body = json.dumps(data, ensure_ascii=False).encode()
-        return cls(status, body, "application/json; charset=utf-8")
-
-    @classmethod
-    def redirect(cls, location: str) -> Reply:
-        return cls(303, b"", headers={"Location": location})
 
 
 Route = Callable[["Console", Request], Reply]

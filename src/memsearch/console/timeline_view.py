@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 
 from memsearch.console.exits import shown
 from memsearch.console.html import Raw, el, link, url
+from memsearch.console.web import Reply, Request
 
 if TYPE_CHECKING:
     from memsearch.agent.timeline import Entry, Note
     from memsearch.console.projects import Project
-    from memsearch.console.server import Console, Reply, Request
+    from memsearch.console.server import Console
 
 __all__ = ["HOST_NAMES", "host_name", "timeline_api", "timeline_page", "version_api", "version_stamp"]
 
@@ -238,8 +239,6 @@ def timeline_page(console: Console, request: Request) -> Reply:
 
 
 def timeline_api(console: Console, request: Request) -> Reply:
-    from memsearch.console.server import Reply
-
     projects = console.selected(request)
     host, day, before = _filters(request)
     views, older, _dates = days_of(projects, host=host, day=day, before=before)
@@ -275,7 +274,7 @@ def timeline_api(console: Console, request: Request) -> Reply:
 def version_stamp(projects: list[Project]) -> str:
     """A stamp that changes when anything a page shows changes (stats and names only: cheap)."""
     from memsearch.agent.recall_log import log_path
-    from memsearch.maintenance.history import _folder as runs_folder
+    from memsearch.maintenance.history import runs_folder
     from memsearch.skills import candidates_root
 
     digest = hashlib.sha256()
@@ -318,6 +317,4 @@ def _listing(folder: Path) -> str:
 
 
 def version_api(console: Console, request: Request) -> Reply:
-    from memsearch.console.server import Reply
-
     return Reply.json({"version": version_stamp(console.selected(request))})

@@ -39,6 +39,7 @@ __all__ = [
     "record_run",
     "reindex",
     "revert",
+    "runs_folder",
     "unified_diff",
 ]
 
@@ -77,7 +78,8 @@ class MaintenanceRun:
         return data
 
 
-def _folder(memsearch_dir: Path) -> Path:
+def runs_folder(memsearch_dir: Path) -> Path:
+    """Where the rewrites of this memory folder's files are recorded (a private folder of ours)."""
     from memsearch.config.files import memsearch_home
 
     key = hashlib.sha256(os.path.realpath(memsearch_dir).encode("utf-8", "surrogateescape")).hexdigest()
@@ -106,7 +108,7 @@ def record_run(
         before=before,
         after=after,
     )
-    folder = private.private_dir(_folder(memsearch_dir))
+    folder = private.private_dir(runs_folder(memsearch_dir))
     _write(folder, run)
     mine = sorted(p for p in folder.glob(f"*-{task}.json") if _ID.match(p.stem))
     for old in mine[:-KEPT_RUNS]:
@@ -135,7 +137,7 @@ def _read(path: Path) -> MaintenanceRun | None:
 
 def list_runs(memsearch_dir: Path, *, status: Sequence[str] = STATUSES) -> list[MaintenanceRun]:
     """The recorded rewrites of this memory folder's files, newest first."""
-    folder = _folder(memsearch_dir)
+    folder = runs_folder(memsearch_dir)
     try:
         names = sorted((p for p in folder.glob("*.json") if _ID.match(p.stem)), reverse=True)
     except OSError:
@@ -145,7 +147,7 @@ def list_runs(memsearch_dir: Path, *, status: Sequence[str] = STATUSES) -> list[
 
 
 def _find(memsearch_dir: Path, run_id: str) -> MaintenanceRun:
-    run = _read(_folder(memsearch_dir) / f"{run_id}.json") if _ID.match(run_id) else None
+    run = _read(runs_folder(memsearch_dir) / f"{run_id}.json") if _ID.match(run_id) else None
     if run is None:
         raise MaintenanceError(
             f"no maintenance run {run_id!r} is recorded for {memsearch_dir}",
@@ -163,7 +165,7 @@ def decide(memsearch_dir: Path, run_id: str, status: str) -> MaintenanceRun:
         status=status,
         decided_at=_now().isoformat(timespec="seconds").replace("+00:00", "Z"),
     )
-    _write(private.private_dir(_folder(memsearch_dir)), run)
+    _write(private.private_dir(runs_folder(memsearch_dir)), run)
     return run
 
 
