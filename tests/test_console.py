@@ -513,3 +513,48 @@ def _mcp_remember(project: Path, note: str) -> str:
             return "".join(getattr(c, "text", "") for c in result.content)
 
     return asyncio.run(call())
+
+
+# --- the command ------------------------------------------------------------------------------------
+
+
+def test_all_projects_are_the_memory_folders_memsearch_wrote(isolated_env: Path) -> None:
+    """``--all``: every memory folder memsearch's journal writer wrote into (its own record), the
+    timeline and search over all of them, the inbox one project at a time."""
+    from memsearch.engine.journal import JournalEntry, append_entry
+    from memsearch.engine.written import memory_folders
+
+    first = journal_world(isolated_env)
+    other = isolated_env / "other" / "shop"
+    (other / ".git").mkdir(parents=True)
+    append_entry(other / ".memsearch" / "memory", JournalEntry(["The shop ships on Fridays (CORMORANT-3)."]))
+    assert memory_folders() == [first.memory, other / ".memsearch" / "memory"]
+    with running_console("--all", cwd=isolated_env) as ui:
+        page = ui.get("/").body
+        assert "CORMORANT-3" in page and "KESTREL-11" in page
+        assert '<span class="project">shop</span>' in page and '<span class="project">project</span>' in page
+        hits = json.loads(ui.get("/api/search?q=shop+ships+Fridays").body)["hits"]
+        assert "CORMORANT-3" in hits[0]["content"]
+        keys = dict(re.findall(r'<option value="([0-9a-f]{12})"[^>]*>([^<]+) \(', page))
+        assert sorted(keys.values()) == ["project", "shop"]
+        shop = next(k for k, v in keys.items() if v == "shop")
+        only = ui.get(f"/?p={shop}").body
+        assert "CORMORANT-3" in only and "KESTREL-11" not in only
+        assert "Pick a project:" in ui.get("/inbox").body
+
+
+def test_a_taken_port_is_one_error_line(isolated_env: Path) -> None:
+    import socket
+
+    world = journal_world(isolated_env)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = memsearch("ui", "--no-open", "--port", str(port), cwd=world.project, timeout=60)
+    assert proc.returncode == 1
+    assert (
+        proc.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}")
+        and "Hint: pick another --port" in proc.stderr
+    )
+    assert "Traceback" not in proc.stderr and proc.stdout == ""

@@ -8,7 +8,7 @@ form on another site cannot change anything even though the browser sends the co
 (same site, another port), the page follows what other processes write without a reload, the
 charts are drawn from the report, it reads in dark mode and without JavaScript.
 
-The README's two screenshots come from here: run with ``MEMSEARCH_SCREENSHOTS=docs`` to write
+The README's two screenshots come from here: run with ``UI_SCREENSHOTS=docs`` to write
 ``docs/ui-timeline.png`` and ``docs/ui-inbox.png`` (otherwise they go to the test's temp folder).
 """
 
@@ -26,7 +26,7 @@ from typing import ClassVar
 import pytest
 
 from cli_process import memsearch
-from console_run import HOST_TURNS, World, browser, journal_world, running_console, wait_until
+from console_run import CLAUDE_SESSION, HOST_TURNS, World, browser, journal_world, running_console, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,27 +65,52 @@ def test_the_timeline_reads_and_navigates_by_keyboard(world: World, tmp_path: Pa
         selected = page.locator(".turn.selected")
         assert "The watcher test fails about one run in five" in selected.inner_text()
         assert errors == []
-        folder = Path(os.environ.get("MEMSEARCH_SCREENSHOTS") or tmp_path)
-        if not folder.is_absolute():
-            folder = REPO / folder
-        page.goto(f"{ui.base}/")
-        page.screenshot(path=str(folder / "ui-timeline.png"), full_page=False)
-        body = tmp_path / "body.md"
-        body.write_text("1. Run the tests.\n2. Tag the release.\n3. Push the tag.\n")
-        added = memsearch(
-            "skills",
-            "add",
-            "--name",
-            "release-steps",
-            "--description",
-            "Cut a release: test, tag, push.",
-            "--body-file",
-            str(body),
-            cwd=world.project,
-        )
-        assert added.returncode == 0, added.stderr
+
+
+def test_screenshots_of_the_timeline_and_the_inbox(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's pictures, taken of the real pages (``UI_SCREENSHOTS=docs`` writes them there):
+    the timeline of every host, and an inbox with a skill candidate, a maintenance rewrite, a
+    secret found by scan and a duplicated entry."""
+    import json
+
+    from fixtures.privacy import corpus
+    from memsearch import maintenance
+    from memsearch.agent.hooks.base import HookContext, HookInput
+    from memsearch.agent.hooks.engine import get_platform
+    from memsearch.engine.journal import JournalEntry, append_entry
+
+    body = tmp_path / "body.md"
+    body.write_text("1. Run the tests.\n2. Tag the release.\n3. Push the tag.\n")
+    added = memsearch(
+        "skills", "add", "--name", "release-steps", "--description", "Cut a release: test, tag, push.",
+        "--body-file", str(body), cwd=world.project,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    monkeypatch.chdir(world.project)
+    (world.memsearch_dir / "PROJECT.md").write_text("# notes-app\n\nA notes app with a file watcher.\n")
+    ctx = HookContext.build(get_platform("claude-code"), "maintenance", HookInput(cwd=str(world.project)))
+    content = (
+        "# notes-app\n\nA notes app with a file watcher.\n\n- Atomic saves are renames: watch moves too.\n"
+    )
+    answer = json.dumps({"action": "replace", "content": content, "reason": "the watcher fix"})
+    maintenance.run_tasks(ctx, only=["project_review"], force=True, explicit=True, ask=lambda r, p: answer)
+    later = dt.datetime.combine(dt.date.today(), dt.time(17, 30))
+    append_entry(
+        world.memory, JournalEntry(["Codex moved the staging database to port 6543 (HERON-22)."]), when=later
+    )
+    with sorted(world.memory.glob("2*.md"))[0].open("a") as fh:
+        fh.write(f"### 18:00\n- Deployed with {corpus.SECRETS['npm-token']} by mistake.\n\n")
+    folder = Path(os.environ.get("UI_SCREENSHOTS") or tmp_path)
+    if not folder.is_absolute():
+        folder = REPO / folder
+    with running_console(cwd=world.project) as ui, browser() as ctx_:
+        page = ctx_.new_page()
+        page.goto(ui.login_url)
+        page.screenshot(path=str(folder / "ui-timeline.png"))
         page.goto(f"{ui.base}/inbox")
-        page.screenshot(path=str(folder / "ui-inbox.png"), full_page=False)
+        page.screenshot(path=str(folder / "ui-inbox.png"), full_page=True)
     for name in ("ui-timeline.png", "ui-inbox.png"):
         data = (folder / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and 5_000 < len(data) < 400_000
@@ -139,8 +164,6 @@ class _Evil(http.server.BaseHTTPRequestHandler):
 
 
 def test_a_form_on_another_site_cannot_forget(world: World) -> None:
-    from console_run import CLAUDE_SESSION
-
     journal = sorted(world.memory.glob("2*.md"))[0]
     before = journal.read_bytes()
     line = next(i for i, t in enumerate(before.decode().splitlines(), 1) if t.startswith("### "))
@@ -190,9 +213,9 @@ def test_what_memory_did_is_drawn_from_the_report(world: World) -> None:
         page = ctx.new_page()
         page.goto(ui.login_url.replace("/?", "/activity?days=7&"))
         figure = page.locator('figure[data-chart="injected_tokens"]')
-        figure.locator("svg rect").first.wait_for()
+        figure.locator("svg").wait_for()
         assert figure.locator("svg rect").count() == 7  # one bar a day
-        titles = figure.locator("svg rect title").all_inner_texts()
+        titles = figure.locator("svg rect title").evaluate_all("found => found.map(t => t.textContent)")
         assert f"{dt.date.today().isoformat()} injected tokens: 300" in titles
         assert page.locator('dd[data-total="injected_tokens"]').inner_text() == "300"
 
@@ -208,7 +231,7 @@ def test_dark_mode_and_no_javascript(world: World) -> None:
         with browser(java_script_enabled=False) as ctx:
             page = ctx.new_page()
             page.goto(ui.login_url)
-            assert page.locator("li.entry").count() == len(HOST_TURNS)
+            assert page.locator("li.entry[data-host]").count() == len(HOST_TURNS)
             assert page.locator(".live").count() == 0  # the script did not run: still readable
             page.goto(f"{ui.base}/search?q=fast+queue+invoice+exporter")
             assert "OSPREY-33" in page.locator("li.hit").first.inner_text()

@@ -151,6 +151,7 @@ def page(
             el("meta", name="color-scheme", content="light dark"),
             el("meta", name="csrf-token", content=csrf) if csrf else None,
             el("title", f"{title} · {where} · memsearch"),
+            el("link", rel="icon", href="data:,"),  # no favicon request
             el("link", rel="stylesheet", href="/static/console.css"),
             el("script", src="/static/console.js", defer=True),
         ),

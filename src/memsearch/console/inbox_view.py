@@ -144,14 +144,7 @@ def _runs(console: Console, project: Project, next_url: str) -> Raw:
 
     items = []
     for run in list_runs(project.memsearch_dir, status=("new",)):
-        lines = [
-            el(
-                "span",
-                shown(line),
-                class_="add" if line.startswith("+") else "del" if line.startswith("-") else None,
-            )
-            for line in unified_diff(run).splitlines()
-        ]
+        lines = [el("span", shown(line), class_=_diff_class(line)) for line in unified_diff(run).splitlines()]
         fields = {"p": project.key, "run": run.id, "next": next_url}
         items.append(
             el(
@@ -174,6 +167,13 @@ def _runs(console: Console, project: Project, next_url: str) -> Raw:
     return _section(
         "Maintenance changes", items, "No rewrite of PROJECT.md or USER.md waits for review.", "runs"
     )
+
+
+def _diff_class(line: str) -> str | None:
+    """A diff line's colour: added or removed text (the ``+++``/``---`` file names are neither)."""
+    if line.startswith(("+++", "---")):
+        return None
+    return "add" if line.startswith("+") else "del" if line.startswith("-") else None
 
 
 def _secrets(console: Console, project: Project, next_url: str) -> Raw:
