@@ -28,6 +28,13 @@ LINE = re.compile(
 )
 
 
+#: The console's row: name | first request | median of the next | target | verdict | N.
+CONSOLE_LINE = re.compile(
+    r"^\| console timeline page, 365 days, 20,000 entries \| [\d.]+ ms \| [\d.]+ ms \| < 300 ms "
+    r"\| (?:✔|✘) \| 1 \|$"
+)
+
+
 def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
     command = [
         sys.executable,
@@ -39,6 +46,9 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ})
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "figure" not in line]
+    (console,) = [line for line in rows if line.startswith("| console timeline page")]
+    rows.remove(console)
+    assert CONSOLE_LINE.match(console), console  # ours alone: the original has no console
     expected = [
         row.name.format(chunks=40, small=20, scale=30) for row in [*ROWS, *SCALE_ROWS, *REDACTION_ROWS]
     ]

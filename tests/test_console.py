@@ -87,7 +87,7 @@ def test_a_foreign_host_or_origin_is_refused(isolated_env: Path) -> None:
         assert ui.get("/api/timeline", headers=foreign).status == 403
         assert ui.get("/", headers={"Referer": "http://attacker.example/page"}).status == 403
         path, line = entry_line(world.memory, "HERON-22")
-        form = {"csrf": ui.csrf(), "src": str(path), "line": line, "block": "x"}
+        form = {"csrf": ui.csrf(), "journal": path.name, "line": line, "block": "x"}
         refused = ui.post("/act/forget", form, headers=foreign)
         assert refused.status == 403
     assert "HERON-22" in path.read_text()
@@ -98,13 +98,13 @@ def test_a_post_without_the_csrf_token_changes_nothing(isolated_env: Path) -> No
     path, line = entry_line(world.memory, "HERON-22")
     before = path.read_bytes()
     with running_console(cwd=world.project) as ui:
-        confirm = ui.get(f"/forget?src={path}&line={line}")
+        confirm = ui.get(f"/forget?journal={path.name}&line={line}")
         blocks = re.findall(r'name="block" value="([^"]+)"', confirm.body)
         assert confirm.status == 200 and len(blocks) == 1
-        form = {"src": str(path), "line": line, "block": blocks}
+        form = {"journal": path.name, "line": line, "block": blocks}
         assert ui.post("/act/forget", form).status == 403  # no token in the form
         assert ui.post("/act/forget", {**form, "csrf": "forged"}).status == 403
-        assert ui.get(f"/act/forget?src={path}&line={line}").status == 405  # GET changes nothing
+        assert ui.get(f"/act/forget?journal={path.name}&line={line}").status == 405  # GET changes nothing
     assert path.read_bytes() == before
 
 
@@ -222,7 +222,7 @@ def test_search_expand_and_the_conversation_behind_it(isolated_env: Path) -> Non
         assert CLAUDE_QUESTION in conversation
         assert re.search(rf'class="turn turn-user selected" id="turn-{CLAUDE_TURN}"', conversation)
         path, line = entry_line(world.memory, "KESTREL-11")
-        by_entry = ui.get(f"/expand?src={path}&line={line}").body  # a timeline entry opens the same
+        by_entry = ui.get(f"/expand?journal={path.name}&line={line}").body  # a timeline entry opens the same
         assert f"chunk={chunk}" in by_entry
         window = ui.get("/search?q=atomic+saves&since=2d").body
         assert "Time window:" in window
@@ -251,10 +251,10 @@ def test_forget_from_a_timeline_entry_as_the_cli_does(isolated_env: Path) -> Non
     path, line = entry_line(world.memory, "OSPREY-33")
     with running_console(cwd=world.project) as ui:
         assert "OSPREY-33" in json.dumps(json.loads(ui.get("/api/search?q=OSPREY-33+queue").body))
-        confirm = ui.get(f"/forget?src={path}&line={line}").body
+        confirm = ui.get(f"/forget?journal={path.name}&line={line}").body
         assert "Will forget 1 block:" in confirm and "OpenCode picked the fast queue" in confirm
         blocks = re.findall(r'name="block" value="([^"]+)"', confirm)
-        form = {"csrf": ui.csrf(), "src": str(path), "line": line, "block": blocks, "next": "/"}
+        form = {"csrf": ui.csrf(), "journal": path.name, "line": line, "block": blocks, "next": "/"}
         done = ui.post("/act/forget", form)
         assert done.status == 303
         flash = ui.get(done.headers["location"]).body
@@ -272,9 +272,10 @@ def test_forget_of_memory_that_changed_meanwhile_forgets_nothing(isolated_env: P
     world = journal_world(isolated_env)
     path, line = entry_line(world.memory, "GANNET-55")
     with running_console(cwd=world.project) as ui:
-        blocks = re.findall(r'name="block" value="([^"]+)"', ui.get(f"/forget?src={path}&line={line}").body)
+        confirm = ui.get(f"/forget?journal={path.name}&line={line}").body
+        blocks = re.findall(r'name="block" value="([^"]+)"', confirm)
         path.write_text(path.read_text().replace("GANNET-55", "GANNET-56"))
-        form = {"csrf": ui.csrf(), "src": str(path), "line": line, "block": blocks}
+        form = {"csrf": ui.csrf(), "journal": path.name, "line": line, "block": blocks}
         answer = ui.post("/act/forget", form, headers={"Accept": "application/json"})
         assert answer.status == 400
         assert json.loads(answer.body)["message"].startswith("Error: the memory changed since")

@@ -171,7 +171,7 @@ def test_a_form_on_another_site_cannot_forget(world: World) -> None:
         page = ctx.new_page()
         page.goto(ui.login_url)  # logged in: the cookie is set
         _Evil.target = f"{ui.base}/act/forget"
-        _Evil.fields = {"src": str(journal), "line": str(line), "block": CLAUDE_SESSION}
+        _Evil.fields = {"journal": journal.name, "line": str(line), "block": CLAUDE_SESSION}
         evil = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Evil)
         threading.Thread(target=evil.serve_forever, daemon=True).start()
         try:

@@ -179,16 +179,16 @@ def _redactors(project: Project) -> tuple[Redactor, Redactor]:
 
 def _blocks(project: Project, memory: Memory, request: Request) -> list[Block]:
     """The blocks the request's selector names: a chunk (a search hit, an expand), or a journal
-    entry of this project (``src`` and the ``line`` of its heading: a timeline entry)."""
+    entry of this project (its ``journal``'s name and the ``line`` of its heading: a timeline entry)."""
     from memsearch.console.memory_view import journal_of
     from memsearch.engine.forget import select_blocks
     from memsearch.errors import ForgetTargetError
 
     chunk = request.arg("chunk")
     entry = None
-    if request.arg("src"):
+    if request.arg("journal"):
         try:
-            entry = (journal_of(project, request.arg("src")), int(request.arg("line")))
+            entry = (journal_of(project, request.arg("journal")), int(request.arg("line")))
         except ValueError:
             raise ForgetTargetError("line is not a number", hint="open the entry from the timeline") from None
     if not chunk and entry is None:
@@ -232,7 +232,7 @@ def forget_page(console: Console, request: Request) -> Reply:
     fields = {
         "p": project.key,
         "chunk": request.arg("chunk") or None,
-        "src": request.arg("src") or None,
+        "journal": request.arg("journal") or None,
         "line": request.arg("line") or None,
         "next": url("/", p=project.key),
     }

@@ -33,4 +33,16 @@ def shown(text: str) -> str:
     """``text`` as the console may show it: private spans removed, secrets replaced."""
     if not text:
         return ""
+    if len(text) <= _CACHED_CHARS:
+        return _short(text)
+    return _redactor().redact(text).text
+
+
+#: Texts up to this long (an entry's summary, a session, a path) are remembered once redacted: a
+#: page shown again, or updated live, redacts only what is new.
+_CACHED_CHARS = 400
+
+
+@functools.lru_cache(maxsize=20_000)
+def _short(text: str) -> str:
     return _redactor().redact(text).text

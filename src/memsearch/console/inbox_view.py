@@ -211,14 +211,14 @@ def _finding(project: Project, finding: Finding) -> Raw:
     key = project.key
     return el(
         "li",
-        link(f"{entry.day} {entry.time}", "/expand", p=key, src=entry.source, line=entry.line),
+        link(f"{entry.day} {entry.time}", "/expand", p=key, journal=Path(entry.source).name, line=entry.line),
         f" “{shown(entry.bullets[0])}” {verb} ",
-        link(f"{by.day} {by.time}", "/expand", p=key, src=by.source, line=by.line),
+        link(f"{by.day} {by.time}", "/expand", p=key, journal=Path(by.source).name, line=by.line),
         " ",
         el(
             "a",
             "forget the first",
-            href=url("/forget", p=key, src=entry.source, line=entry.line),
+            href=url("/forget", p=key, journal=Path(entry.source).name, line=entry.line),
             class_="forget",
         ),
         class_=f"finding {finding.kind}",

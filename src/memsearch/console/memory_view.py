@@ -175,15 +175,15 @@ def _relative(project: Project, source: str) -> str:
 # --- expand -----------------------------------------------------------------------------------
 
 
-def journal_of(project: Project, source: str) -> Path:
-    """``source`` when it is a journal of ``project``'s memory folder (a URL may name any path)."""
-    from memsearch.engine.journal import is_journal
+def journal_of(project: Project, name: str) -> Path:
+    """The journal ``name`` (``YYYY-MM-DD.md``) of ``project``'s memory folder: a URL names an
+    entry by its journal's name and line, never by a path (it could name any file)."""
+    from memsearch.engine.journal import DAY_FILE_RE
     from memsearch.errors import InvalidArgumentError
 
-    path = Path(source)
-    if not (path.is_absolute() and path.parent == project.memory_dir and is_journal(path)):
+    if not DAY_FILE_RE.match(name):
         raise InvalidArgumentError("not a journal of this project", hint="open the entry from the timeline")
-    return path
+    return project.memory_dir / name
 
 
 def _chunk_at(memory: Any, path: Path, line: int) -> str | None:
@@ -201,7 +201,7 @@ def expand_page(console: Console, request: Request) -> Reply:
     body: list[Any] = [el("h1", "Memory")]
     with project.memory() as memory:
         if not chunk:
-            path = journal_of(project, request.arg("src"))
+            path = journal_of(project, request.arg("journal"))
             try:
                 line = int(request.arg("line"))
             except ValueError:
@@ -302,7 +302,12 @@ def _unindexed(console: Console, request: Request, project: Project, path: Path,
             "p",
             _conversation_link(project, fields),
             " ",
-            el("a", "forget", href=url("/forget", p=project.key, src=str(path), line=line), class_="forget"),
+            el(
+                "a",
+                "forget",
+                href=url("/forget", p=project.key, journal=path.name, line=line),
+                class_="forget",
+            ),
             class_="actions",
         ),
     ]

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from memsearch.console.exits import shown
 from memsearch.console.guard import HEADERS, Guard
 from memsearch.console.html import el, page
 from memsearch.console.projects import ALL, Project
@@ -268,6 +269,19 @@ def listen(port: int | None) -> socket.socket:
     )
 
 
+def _warm(console: Console) -> None:
+    """What every page needs, made before the address is printed (the first page is then as quick
+    as the next): the redaction rules with the configuration, the timeline's and the inbox's
+    modules, each project's review count."""
+    import memsearch.agent.timeline
+    import memsearch.engine.project_files  # noqa: F401
+    from memsearch.console.inbox_view import waiting_count
+
+    shown("warm")
+    for project in console.projects.values():
+        waiting_count(project)
+
+
 def serve(console: Console, sock: socket.socket, ready: Callable[[str], None]) -> None:
     """Serve on ``sock`` until SIGINT or SIGTERM; ``ready`` gets the address with the token."""
     import signal
@@ -277,6 +291,7 @@ def serve(console: Console, sock: socket.socket, ready: Callable[[str], None]) -
     server.socket = sock
     server.console = console
     server.routes = _routes()
+    _warm(console)
     host, port = sock.getsockname()[:2]
 
     def stop(*_: Any) -> None:

@@ -2,9 +2,11 @@
 
 Read from the markdown (as ``memsearch recent``: ``memsearch.agent.timeline``), never the store, so
 it shows what hooks wrote a moment ago, indexed or not. A page is :data:`PAGE_DAYS` days that have
-entries; only their journals are opened (journals are found by name, one directory read), so a
-year of journals costs what a week does (``make bench``'s console row). "Older" pages on from the
-last day shown; a host or day filter reads at most :data:`SCAN_DAYS` journals per page.
+entries, or fewer once they hold :data:`PAGE_ENTRIES` entries; only their journals are opened
+(journals are found by name, one directory read), so a year of journals costs what a few days do
+(``make bench``'s console row). "Older" pages on from the last day shown; a host or day filter
+reads at most :data:`SCAN_DAYS` journals per page. An entry is named in URLs by its journal's name
+and the line of its heading, never by a path.
 
 Live updates: ``/api/version`` answers a stamp of what the pages show (the journals' names, sizes
 and times, the recall log, the skill candidates, the maintenance records); the page's script asks
@@ -32,8 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["HOST_NAMES", "host_name", "timeline_api", "timeline_page", "version_api", "version_stamp"]
 
-#: Days with entries on one page.
+#: Days with entries on one page, and the entries after which a page ends (with its whole day).
 PAGE_DAYS = 7
+PAGE_ENTRIES = 150
 #: The most journals one page reads while looking for entries that pass a filter.
 SCAN_DAYS = 62
 #: Who wrote an entry (``engine.expand.anchor_host``) → its name on the page; "note" is a
@@ -93,8 +96,9 @@ def days_of(
     wanted = [d for d in dates if (day is None or d == day) and (before is None or d < before)]
     views: list[DayView] = []
     scanned = 0
+    shown_entries = 0
     for date in wanted:
-        if len(views) == PAGE_DAYS or scanned == SCAN_DAYS:
+        if len(views) == PAGE_DAYS or scanned == SCAN_DAYS or shown_entries >= PAGE_ENTRIES:
             break
         scanned += 1
         view = DayView(date, notes=notes.get(date, []))
@@ -104,6 +108,7 @@ def days_of(
         view.entries.sort(key=lambda pe: (pe[1].time.zfill(5), pe[1].source, pe[1].line))
         if view.entries or view.notes:
             views.append(view)
+            shown_entries += len(view.entries)
     more = wanted[scanned:]
     return views, (views[-1].date if views and more else None), dates
 
@@ -136,7 +141,7 @@ def _relative(project: Project, source: str) -> str:
 
 
 def _entry(project: Project, entry: Entry, many: bool) -> Raw:
-    key = project.key
+    key, journal = project.key, Path(entry.source).name
     host = entry.host or "hand"
     return el(
         "li",
@@ -149,12 +154,12 @@ def _entry(project: Project, entry: Entry, many: bool) -> Raw:
         el(
             "a",
             shown(entry.summary) or "(no bullet)",
-            href=url("/expand", p=key, src=entry.source, line=entry.line),
+            href=url("/expand", p=key, journal=journal, line=entry.line),
         ),
         " ",
         el("span", f"session {shown(entry.session[:12])}", class_="session") if entry.session else None,
         " ",
-        el("a", "forget", href=url("/forget", p=key, src=entry.source, line=entry.line), class_="forget"),
+        el("a", "forget", href=url("/forget", p=key, journal=journal, line=entry.line), class_="forget"),
         class_="entry",
         data_host=host,
     )
