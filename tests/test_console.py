@@ -444,11 +444,14 @@ def test_what_memory_did_is_what_stats_recall_prints(isolated_env: Path) -> None
 
 
 def test_the_console_sees_what_other_processes_write(isolated_env: Path) -> None:
-    """While the console runs (it owns the store here: autostart is off), a hook-style journal
-    append indexed by ``memsearch watch``, the MCP server's ``remember`` and the CLI's ``forget``
-    all show: in the timeline (the files), in its searches (the store, through its owner), and
-    in the stamp its pages ask for to update themselves."""
+    """While the console runs (it owns the store here: autostart is off), a journal entry indexed
+    by ``memsearch watch``, Claude Code's Stop hook (a real hook process: it writes and indexes its
+    entry), the MCP server's ``remember`` and the CLI's ``forget`` all show: in the timeline (the
+    files), in its searches (the store, through its owner), and in the stamp its pages ask for to
+    update themselves."""
     import datetime as dt
+    import os
+    import shutil
     import subprocess
     import sys
 
@@ -484,6 +487,25 @@ def test_the_console_sees_what_other_processes_write(isolated_env: Path) -> None
         finally:
             watch.terminate()
             watch.wait(timeout=60)
+        stamp = json.loads(ui.get("/api/version").body)["version"]
+        transcript = isolated_env / "claude-projects" / f"{HOOK_SESSION}.jsonl"
+        transcript.parent.mkdir()
+        shutil.copyfile(HOOK_TRANSCRIPT, transcript)
+        stop = {"session_id": HOOK_SESSION, "transcript_path": str(transcript), "cwd": str(world.project)}
+        hooked = subprocess.run(  # Claude Code's Stop hook, as the plugin's shim runs it
+            [sys.executable, "-m", "memsearch", "hook", "claude-code", "stop"],
+            input=json.dumps({**stop, "hook_event_name": "Stop", "stop_hook_active": False}),
+            cwd=world.project,
+            env={**os.environ, "MEMSEARCH_HOOK_SYNC": "1", "MEMSEARCH_NO_WATCH": "1"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert hooked.returncode == 0, hooked.stderr
+        wait_until(lambda: json.loads(ui.get("/api/version").body)["version"] != stamp, 30, "a new stamp")
+        assert re.search(r'data-host="claude-code">.*?Switch totals\.py to Decimal', ui.get("/").body, re.S)
+        hits = json.loads(ui.get("/api/search?q=Decimal+per-line+rounding+billing").body)["hits"]
+        assert any("Switch totals.py to Decimal" in h["content"] for h in hits)  # the hook indexed it
         remembered = _mcp_remember(world.project, "The backup window is 02:00 UTC (GREBE-9).")
         assert "Remembered in" in remembered
         assert "GREBE-9" in ui.get("/").body and "MCP remember" in ui.get("/?host=mcp").body
@@ -493,6 +515,11 @@ def test_the_console_sees_what_other_processes_write(isolated_env: Path) -> None
         gone = memsearch("forget", "--session", CLAUDE_SESSION, "--yes", *collection, cwd=world.project)
         assert gone.returncode == 0, gone.stderr
         assert "KESTREL-11" not in ui.get("/").body
+
+
+#: Claude Code's session of the hook tests (tests/fixtures/hooks): its last turn asks for Decimal totals.
+HOOK_TRANSCRIPT = Path(__file__).parent / "fixtures" / "hooks" / "claude-session.jsonl"
+HOOK_SESSION = "7c1e9a52-3b4d-4f60-9a8e-0d2c4b6e8f10"
 
 
 def _mcp_remember(project: Path, note: str) -> str:

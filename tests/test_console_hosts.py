@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,8 +109,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             npm_config_update_notifier="false",
             **opencode_env(root, api.url),
         )
-        paths = [p for name in HOSTS for p in host_path(name).split(os.pathsep)]
-        world.env["PATH"] = os.pathsep.join(dict.fromkeys(paths))
+        # every host's folder and the node some of them need before the system's (its node is older)
+        paths = list(dict.fromkeys(p for name in HOSTS for p in host_path(name).split(os.pathsep)))
+        system = {str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"}
+        world.env["PATH"] = os.pathsep.join(
+            [p for p in paths if p not in system] + [p for p in paths if p in system]
+        )
         try:
             capture_every_host(world, api)
             collection = world.run(
