@@ -467,8 +467,7 @@ def test_the_console_sees_what_other_processes_write(isolated_env: Path) -> None
             [sys.executable, "-m", "memsearch", "watch", str(world.memory), *watching],
             cwd=world.project,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+            stderr=subprocess.DEVNULL,
         )
         try:
             time.sleep(2)

@@ -109,8 +109,8 @@ def days_of(
         if view.entries or view.notes:
             views.append(view)
             shown_entries += len(view.entries)
-    more = wanted[scanned:]
-    return views, (views[-1].date if views and more else None), dates
+    more = scanned < len(wanted)  # the next page starts after the last day read, shown or not
+    return views, (wanted[scanned - 1] if more and scanned else None), dates
 
 
 def _passes(entry: Entry, host: str) -> bool:
@@ -231,9 +231,14 @@ def timeline_page(console: Console, request: Request) -> Reply:
         )
         for v in views
     ]
-    empty = (
-        el("p", "Nothing here yet: the agents' journals appear as they write them.") if not views else None
-    )
+    empty = None
+    if not views:
+        said = (
+            "No entry matches in these days."
+            if host or day
+            else "Nothing here yet: journals show as written."
+        )
+        empty = el("p", said, class_="muted")
     more = (
         el("p", link("Older days →", "/", p=key, host=host, before=older.isoformat()), class_="more")
         if older

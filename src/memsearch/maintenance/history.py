@@ -6,6 +6,9 @@ reviewed, ``revert`` puts the text before it back (only while the file still hol
 wrote: a later run or a person's edit is never overwritten), and both are one step of
 ``memsearch maintenance history|keep|revert`` or of the console's inbox.
 
+The text before a rewrite is recorded as memsearch keeps any text, without ``<private>`` spans and
+secrets (a PROJECT.md written by hand may hold a key): a revert puts that text back.
+
 Why the records live in ``~/.memsearch/maintenance-runs/<key of the memory folder>/`` and not in
 the project: a revert writes a record's text into PROJECT.md, which every session then reads, so
 a record must be memsearch's own (a private folder: nothing a cloned repository ships can plant
