@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script (python evaluation/bench.py): find the package
     sys.path.insert(0, str(ROOT))
 
+from evaluation import console_bench  # noqa: E402
 from evaluation.original import (  # noqa: E402
     MODEL,
     original_cli,
@@ -930,7 +931,7 @@ def selected(args: argparse.Namespace) -> list[Row]:
     rows = ROWS + REDACTION_ROWS + (SCALE_ROWS if args.scale else [])
     if args.only:
         keys = set(args.only.split(","))
-        if unknown := keys - {row.key for row in rows}:
+        if unknown := keys - {row.key for row in rows} - {console_bench.KEY}:
             raise BenchError(
                 f"--only: no row {', '.join(sorted(unknown))} (rows: {', '.join(r.key for r in rows)})"
             )
@@ -951,7 +952,7 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         default="",
         help="only these rows, comma-separated: "
-        + ", ".join(r.key for r in [*ROWS, *REDACTION_ROWS, *SCALE_ROWS]),
+        + ", ".join([*(r.key for r in [*ROWS, *REDACTION_ROWS, *SCALE_ROWS]), console_bench.KEY]),
     )
     parser.add_argument(
         "--purge",
@@ -962,6 +963,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=None, help="work folder, emptied first (default: new)")
     args = parser.parse_args(argv)
     rows = selected(args)  # an unknown --only fails before any setup
+    console = not args.only or console_bench.KEY in args.only.split(",")
+    if not rows:  # only the console's row: neither tool's corpus nor the original is needed
+        work = args.work or Path(tempfile.mkdtemp(prefix="memsearch-bench-"))
+        shutil.rmtree(work, ignore_errors=True)
+        print("The memory console (`memsearch ui`): ours alone, the original has none\n")
+        print(console_bench.table(work, args.repeat))
+        return
 
     started = time.monotonic()
     compile_package()
@@ -996,6 +1004,7 @@ def main(argv: list[str] | None = None) -> None:
             lines.append(table_line(b, row, measured[row.figure]))
             log(lines[-1])
 
+    console_table = console_bench.table(work, args.repeat) if console else ""
     minutes = (time.monotonic() - started) / 60
     print(f"\n{heading}")
     print(f"medians of N pairs run in alternation (ours, then the original); {minutes:.1f} min in all\n")
@@ -1010,6 +1019,9 @@ def main(argv: list[str] | None = None) -> None:
         print("|---|---|---|---|---|---|---|")
         print("\n".join(redaction))
         print("\n" + redaction_share(b, measured))
+    if console_table:
+        print("\nThe memory console (`memsearch ui`): ours alone, the original has none\n")
+        print(console_table)
     if FULL in measured:
         print("\n" + model_share(measured[FULL]["ours"]))
     if sizes := [int(n) for n in args.purge.split(",") if n.strip()]:

@@ -248,6 +248,7 @@ def test_recent_is_a_timeline_read_from_the_markdown(memory: Path, isolated_env:
     ]
     assert yesterday["entries"][1] | {"source": ""} == {
         "time": "16:45", "session": "abc123", "summary": "Shipped the export fix", "source": "", "line": 7,
+        "host": "", "anchor": {"session": "abc123", "turn": "t1"},  # no host writes just these fields
     }  # fmt: skip
     assert [n["title"] for n in today["notes"]] == ["Export plans"]
     assert "retry-notes.md" not in proc.stdout  # changed 40 days ago

@@ -24,6 +24,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ConfigKeyError (KeyError)
             ConfigValueError (ValueError)
         ConfirmationNeededError
+        ConsoleError
         EmptyQueryError (ValueError) [exit 2]
         EmbeddingError
             EmbeddingAPIError
@@ -252,6 +253,10 @@ class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
 
 class ConfirmationNeededError(MemSearchError):
     """A command that asks before it destroys data got no yes (declined, or no input to ask on)."""
+
+
+class ConsoleError(MemSearchError):
+    """``memsearch ui`` cannot serve (its port is taken, no project memory to show)."""
 
 
 class EmptyQueryError(MemSearchError, ValueError):

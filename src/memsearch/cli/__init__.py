@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Remove memory from the markdown, the index and the embedding cache.",
     ),
     "scan": ("memsearch.cli.scan_cmd:scan", "List secrets in memory files; --redact cleans the journals."),
+    "ui": ("memsearch.cli.ui_cmd:ui", "Open the memory console (timeline, search, review) in a browser."),
     "hook": ("memsearch.cli.hook_cmd:hook", "Run an agent plugin hook (called by the plugins' shims)."),
 }
 #: Commands that work but are left out of ``memsearch --help`` (plumbing for the agent plugins).

@@ -39,6 +39,7 @@ __all__ = [
     "InvalidExpandOptionError",
     "SourceReadError",
     "StaleChunkError",
+    "anchor_host",
     "expand_chunk",
     "parse_anchor",
     "validate_chunk_hash",
@@ -89,6 +90,37 @@ _ANCHOR_KINDS: dict[frozenset[str], str] = {
 }
 # OpenCode and DSH write the same fields; DSH's turn is a turn number, OpenCode's a message id.
 _INTEGER_TURN_KINDS = {"opencode": "dsh"}
+# OpenClaw's anchor holds its turn too (``session transcript turn``, as Claude Code's): its
+# transcript is an OpenClaw agent's database, ``<state>/agents/<agent>/agent/openclaw-agent.sqlite``
+# (2026.9), or its session file, ``<state>/agents/<agent>/sessions/<id>.jsonl`` (before).
+_OPENCLAW_TRANSCRIPT = re.compile(
+    r"[/\\]agents[/\\][^/\\]+[/\\](?:sessions[/\\][^/\\]+|agent[/\\]openclaw-agent\.sqlite)$"
+)
+#: The anchor the MCP ``remember`` tool writes (no conversation: a note the model was asked to keep).
+REMEMBER_ANCHOR = {"via": "mcp"}
+
+
+def _kind(fields: Mapping[str, str]) -> str | None:
+    """Which host wrote anchor ``fields`` (the anchor kinds of :class:`Anchor`), None when no host's."""
+    kind = _ANCHOR_KINDS.get(frozenset(k for k in fields if k in _ANCHOR_FIELDS))
+    if kind is None:
+        return None
+    if fields.get("turn", "").isdigit():
+        kind = _INTEGER_TURN_KINDS.get(kind, kind)
+    if kind == "claude-code" and _OPENCLAW_TRANSCRIPT.search(fields.get("transcript", "")):
+        kind = "openclaw"
+    return kind
+
+
+def anchor_host(fields: Mapping[str, str]) -> str:
+    """The host whose capture wrote a journal entry with these anchor fields: ``claude-code``,
+    ``codex``, ``opencode``, ``openclaw``, ``dsh``, ``mcp`` (the ``remember`` tool), or "" when
+    the fields name none (a hand-written entry). Told from the fields each host writes and, where
+    two hosts write the same fields, from their values (docs/platforms/*.md)."""
+    if fields.get("via") == REMEMBER_ANCHOR["via"]:
+        return "mcp"
+    kind = _kind(fields)
+    return {"opencode-legacy": "opencode"}.get(kind or "", kind or "")
 
 
 @dataclass(frozen=True)
@@ -126,11 +158,9 @@ def _anchor_from_comment(body: str) -> Anchor | None:
         if key in fields or (not value and key not in _OPTIONAL_VALUE_FIELDS):
             return None
         fields[key] = value
-    kind = _ANCHOR_KINDS.get(frozenset(fields))
+    kind = _kind(fields)
     if kind is None:
         return None
-    if fields.get("turn", "").isdigit():
-        kind = _INTEGER_TURN_KINDS.get(kind, kind)
     return Anchor(kind=kind, **fields)
 
 

@@ -292,6 +292,7 @@ def append_entry(
     from memsearch.engine import written
 
     written.record_transcripts(directory, [entry.anchor.get(name, "") for name in TRANSCRIPT_FIELDS])
+    written.record_memory_folder(directory)
     return AppendResult(path, True)
 
 

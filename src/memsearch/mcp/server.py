@@ -110,21 +110,10 @@ def token_file() -> Path:
 
 
 def http_token() -> str:
-    """The token of :func:`token_file`, made now if there is none (or it is not a private file of
-    ours: then it is replaced, never trusted)."""
-    import secrets
+    """The token of :func:`token_file`, made now if there is none (``memsearch.private.token``)."""
+    from memsearch.private import token
 
-    from memsearch.private import read_private, write_private
-
-    path = token_file()
-    try:
-        token = read_private(path, limit=256).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        token = ""
-    if len(token) < 32:
-        token = secrets.token_urlsafe(32)
-        write_private(path, token + "\n")
-    return token
+    return token(token_file().name)
 
 
 def require_token(app: Any, token: str) -> Any:

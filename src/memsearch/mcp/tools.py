@@ -219,6 +219,7 @@ class MemoryTools:
         """Write a note to this project's memory (today's journal), where every later session,
         this agent's or another's, can find it with search. Use it when the user asks you to
         remember something, or for a decision or finding worth keeping beyond this session."""
+        from memsearch.engine.expand import REMEMBER_ANCHOR
         from memsearch.engine.journal import JournalEntry, append_entry
 
         bullets = [line for line in note.splitlines() if line.strip()]
@@ -227,7 +228,8 @@ class MemoryTools:
         scope, memory = self.scope, self.memory
 
         def write() -> tuple[Path, int] | None:
-            result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets))
+            # the anchor says who wrote the entry (the console's timeline names it), no conversation
+            result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets, anchor=REMEMBER_ANCHOR))
             if not result.written:  # nothing left once the private spans were taken out
                 return None
             return result.path, memory.index_file(result.path)
