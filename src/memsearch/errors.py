@@ -14,6 +14,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
     MemSearchError
         BinaryFileError
         ChunkNotFoundError
+        CommandInterruptedError [exit 130]
         ConfigError
             CodexAppError
             ConfigEnvVarError (KeyError)
@@ -239,6 +240,13 @@ class InvalidChunkHashError(MemSearchError, ValueError):
 
 class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
     """``expand``: the chunk's markdown file is gone from disk."""
+
+
+class CommandInterruptedError(MemSearchError):
+    """The command was stopped part way (Ctrl-C); the message says what was kept. Exit 130, the
+    shell's code for a command ended by SIGINT."""
+
+    exit_code = 130
 
 
 class ConfirmationNeededError(MemSearchError):

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memsearch.config.schema import REDACT_NOTES_MODES
+
 __all__ = [
     "BOUNDARIES",
     "NOTES_MODES",
@@ -49,7 +51,7 @@ BOUNDARIES: tuple[str, ...] = (
     "capture", "summary", "index", "query", "maintenance", "skills", "compact", "scan",
 )  # fmt: skip
 #: What ``memsearch index`` does with a hand-written note holding a secret (``redact.notes``).
-NOTES_MODES: tuple[str, ...] = ("redact", "warn", "skip")
+NOTES_MODES: tuple[str, ...] = REDACT_NOTES_MODES
 #: Turns redaction off when set to a false value (dangerous: see docs/security.md).
 ENV_SWITCH = "MEMSEARCH_REDACT"
 COUNTS_FILE = "redactions.json"

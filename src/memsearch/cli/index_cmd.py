@@ -9,7 +9,7 @@ import click
 
 from memsearch.cli.options import common_options, indexing_options, resolve
 from memsearch.cli.render import plural, shown
-from memsearch.errors import IndexingError
+from memsearch.errors import CommandInterruptedError, IndexingError
 
 
 @click.command("index")
@@ -37,9 +37,18 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     if recover(cfg):  # a forget a killed process left: completed before anything is indexed
         click.echo("Completed an interrupted forget.", err=True)
     follow_links = not flags.get("no_follow_links")
-    with open_memory(cfg, paths, description=description or "", follow_links=follow_links) as memory:
-        run = IndexRun.of("index", paths, cfg)
-        report = run.record(lambda: memory.index_with_report(force=force, progress=_progress_bar()))
+    try:
+        with open_memory(cfg, paths, description=description or "", follow_links=follow_links) as memory:
+            run = IndexRun.of("index", paths, cfg)
+            report = run.record(lambda: memory.index_with_report(force=force, progress=_progress_bar()))
+    except KeyboardInterrupt:
+        # The indexer keeps what it did when it is cancelled (memsearch.engine.indexer): each file
+        # whose chunks are all stored is in the manifest, each vector embedded is in the cache.
+        raise CommandInterruptedError(
+            "index interrupted: the files finished so far are indexed and searchable, and every "
+            "chunk embedded so far is kept in the embedding cache",
+            hint="run the same command again to finish; it embeds only what is still missing",
+        ) from None
     for warning in report.warnings:
         click.echo(f"Warning: {shown(warning)}", err=True)
     click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")

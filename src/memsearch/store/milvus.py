@@ -23,7 +23,7 @@ from memsearch.store.analyzer import (
     analyzer_params_for,
     prepare_jieba,
 )
-from memsearch.store.connect import open_driver
+from memsearch.store.connect import check_shape, open_driver
 from memsearch.store.driver_errors import (
     GENERIC_HINT,
     damaged_error,
@@ -94,6 +94,7 @@ class MilvusStore:
         adopt: bool = True,
     ) -> None:
         self._location = resolve_uri(uri)
+        check_shape(self._location)  # also for a read of a path that does not exist
         # Only used when this store creates the collection; an existing one keeps its analyzer.
         self._analyzer_params = analyzer_params_for(analyzer, local=self._location.is_local)
         self._token = token

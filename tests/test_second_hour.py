@@ -1,0 +1,222 @@
+"""The second hour: mistakes a user makes once past the first steps, each as the exact command and
+the clear answer it must get (issue 38, items 7-16).
+
+Real parts throughout: ``python -m memsearch`` processes (tests/cli_process.py), signals sent to
+them, answers fed to their stdin, Milvus Lite, the real ONNX model where the search matters; the
+only fake is a remote embedding API (tests/fake_servers.py) where a run must be slow enough to be
+interrupted part way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli_process import memsearch
+from fake_servers import FakeEmbeddingServer, fake_api
+from memsearch.chunker import chunk_markdown
+from memsearch.config import global_config_path, load_config_file
+
+__all__ = ["fake_api"]  # the fixture, used by name
+
+
+def _one_error(stderr: str) -> str:
+    """The single ``Error:`` line a failed command printed (and nothing like a traceback)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), stderr
+    assert "Traceback" not in stderr and "Aborted!" not in stderr
+    return lines[0]
+
+
+# --- 7. Ctrl-C during index, and config init cut off -------------------------------------------
+
+
+def _notes(root: Path, files: int) -> Path:
+    notes = root / "notes"
+    notes.mkdir()
+    for i in range(files):
+        (notes / f"n{i:02}.md").write_text(
+            f"# Runbook {i}\n\nStep {i}: restart the export worker number {i}.\n\n"
+            f"## Why {i}\n\nThe queue of worker {i} fills when the disk is full.\n",
+            encoding="utf-8",
+        )
+    return notes
+
+
+def _embedded_texts(api: FakeEmbeddingServer) -> int:
+    return sum(len(r.body["input"]) for r in list(api.requests) if r.path.endswith("/api/embed"))
+
+
+def test_ctrl_c_during_index_says_what_was_kept_and_a_rerun_finishes(
+    fake_api: FakeEmbeddingServer, tmp_path: Path
+) -> None:
+    notes = _notes(tmp_path, 30)
+    total = sum(len(chunk_markdown(p.read_text(encoding="utf-8"), str(p))) for p in notes.glob("*.md"))
+    args = [
+        "index", str(notes), "--provider", "ollama", "--model", "m", "--base-url", fake_api.url,
+        "--batch-size", "4", "--milvus-uri", str(tmp_path / "m.db"),
+    ]  # fmt: skip
+    fake_api.delay(0.2)  # ~15 requests of 4 texts: a few seconds to interrupt
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsearch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while _embedded_texts(fake_api) < 16 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    line = _one_error(err)
+    assert line.startswith("Error: index interrupted: the files finished so far are indexed")
+    assert "kept in the embedding cache" in line and "run the same command again to finish" in line
+    before = _embedded_texts(fake_api)
+    assert before < total
+
+    fake_api.delay(0)
+    again = memsearch(*args)
+    assert again.returncode == 0, again.stderr
+    assert 0 < _embedded_texts(fake_api) - before < total  # only what the first run had not embedded
+    flags = ["--milvus-uri", str(tmp_path / "m.db")]
+    assert memsearch("stats", *flags).stdout.strip() == f"Total indexed chunks: {total}"
+    assert memsearch(*args).stdout.strip() == "Indexed 0 chunks."  # the store is whole: nothing left
+
+
+def test_config_init_cut_off_by_end_of_input_writes_nothing_and_says_so() -> None:
+    path = global_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[chunking]\nmax_chunk_size = 900\n", encoding="utf-8")
+    result = memsearch("config", "init", input="\ny\nopenai\n")  # stdin ends inside Embedding
+    assert result.returncode == 1
+    line = _one_error(result.stderr)
+    assert line.startswith("Error: config init stopped before its last question (end of input, or Ctrl-C)")
+    assert f"nothing was written to {path}" in line and "an empty line keeps a value" in line
+    assert load_config_file(path) == {"chunking": {"max_chunk_size": 900}}
+
+
+# --- 8. config set: names, shapes and negative numbers ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "error"),
+    [
+        (
+            "embedding.provider",
+            "onxx",
+            "Error: Invalid value for 'embedding.provider': unknown embedding provider 'onxx'. Hint: did "
+            "you mean 'onnx'? Use one of: google, jina, local, mistral, ollama, onnx, openai, voyage.",
+        ),
+        (
+            "milvus.uri",
+            "notadb",
+            "Error: Invalid value for 'milvus.uri': not a Milvus Lite database path: {cwd}/notadb (it must "
+            "end in .db). Hint: Use a path like ~/.memsearch/milvus.db, or a server URI starting with "
+            "http://, https://, tcp://, unix:.",
+        ),
+        (
+            "redact.notes",
+            "wran",
+            "Error: Invalid value for 'redact.notes': unknown mode 'wran'. Hint: did you mean 'warn'? Use "
+            "one of: redact, skip, warn.",
+        ),
+        (
+            "watch.debounce_ms",
+            "-5",
+            "Error: Invalid value for 'watch.debounce_ms': must be >= 0 (got -5). Hint: Use a value from 0 "
+            "to 3600000.",
+        ),
+    ],
+)
+def test_config_set_refuses_what_every_later_command_would_fail_on(
+    isolated_env: Path, key: str, value: str, error: str
+) -> None:
+    result = memsearch("config", "set", key, value)
+    assert result.returncode == 1
+    assert _one_error(result.stderr) == error.format(cwd=isolated_env)
+    assert not global_config_path().exists()
+    (isolated_env / "empty").mkdir()
+    after = memsearch("index", "empty")  # nothing was written that breaks the next command
+    assert after.returncode == 0, after.stderr
+
+
+def test_config_set_takes_good_names_addresses_and_flags_after_a_negative_value(isolated_env: Path) -> None:
+    for key, value in [
+        ("embedding.provider", "openai"),
+        ("milvus.uri", "~/stores/notes.db"),
+        ("milvus.uri", "http://localhost:19530"),
+        ("embedding.provider", "env:MY_PROVIDER"),  # read when used
+        ("llm.model", "-x"),  # a value that starts with a dash is still a value
+    ]:
+        assert memsearch("config", "set", key, value).returncode == 0, (key, value)
+    negative = memsearch("config", "set", "chunking.overlap_lines", "-1", "--project")
+    assert _one_error(negative.stderr).startswith("Error: Invalid value for 'chunking.overlap_lines'")
+    assert memsearch("config", "set", "watch.debounce_ms", "5", "--project").returncode == 0
+    assert load_config_file(isolated_env / ".memsearch.toml") == {"watch": {"debounce_ms": 5}}
+
+
+# --- 15. a typo in a project file -----------------------------------------------------------------
+
+
+def test_a_typo_in_a_project_file_is_warned_about_like_one_in_the_global_file(isolated_env: Path) -> None:
+    (isolated_env / ".memsearch.toml").write_text(
+        '[chunking]\nmax_chunk_sise = 800\n[milvus]\nuri = "elsewhere.db"\n', encoding="utf-8"
+    )
+    result = memsearch("config", "get", "chunking.max_chunk_size")
+    assert result.returncode == 0 and result.stdout == "1500\n"
+    assert result.stderr == (
+        f"Unknown config key 'chunking.max_chunk_sise' in {isolated_env / '.memsearch.toml'} (ignored)\n"
+    )  # milvus.uri is a real key the allowlist leaves out: no word about it
+
+
+# --- 16. config init, section by section ----------------------------------------------------------
+
+
+def test_config_init_keeps_each_section_with_one_answer() -> None:
+    result = memsearch("config", "init", input="\n" * 8)
+    assert result.returncode == 0, result.stderr
+    sections = [line for line in result.stdout.splitlines() if line.startswith("── ")]
+    assert [s.split(" ── ")[0] for s in sections] == [
+        "── Milvus", "── Embedding", "── Chunking", "── Watch", "── LLM (for memsearch compact)",
+        "── Plugin turn summaries", "── Advanced maintenance", "── Prompts",
+    ]  # fmt: skip
+    assert (
+        "── Embedding ── provider onnx, model sentence-transformers/all-MiniLM-L6-v2 (its default)"
+        in sections
+    )
+    assert result.stdout.count("Change these settings? [y/N]") == 8
+    # nothing of a kept section is written: only the indexing defaults a new file gets
+    assert load_config_file(global_config_path()) == {
+        "indexing": {"ignore_files": [".gitignore"], "exclude": []}
+    }
+
+
+def test_config_init_asks_a_chosen_section_and_asks_a_bad_answer_again() -> None:
+    answers = ["", "y", "onxx", "openai", "", "", "env:OPENAI_API_KEY", *[""] * 6]
+    result = memsearch("config", "init", input="".join(f"{a}\n" for a in answers))
+    assert result.returncode == 0, result.stderr
+    assert "unknown embedding provider 'onxx'. Hint: did you mean 'onnx'?" in result.stdout  # asked again
+    assert load_config_file(global_config_path()) == {
+        "embedding": {"provider": "openai", "model": "", "base_url": "", "api_key": "env:OPENAI_API_KEY"},
+        "indexing": {"ignore_files": [".gitignore"], "exclude": []},
+    }
+    shown = json.loads(memsearch("config", "get", "milvus", env={"OPENAI_API_KEY": "k"}).stdout)
+    assert shown["uri"] == "~/.memsearch/milvus.db"  # the section kept as it was
+
+
+def test_config_init_reads_its_answers_from_a_pipe_without_a_terminal() -> None:
+    """The non-interactive path: every section opened, every question answered, from a file."""
+    answers = os.linesep.join(["y", "~/m.db", "", "notes"] + [""] * 7) + os.linesep
+    result = memsearch("config", "init", input=answers)
+    assert result.returncode == 0, result.stderr
+    assert load_config_file(global_config_path())["milvus"] == {
+        "uri": "~/m.db",
+        "token": "",
+        "collection": "notes",
+    }
