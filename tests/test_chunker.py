@@ -121,8 +121,40 @@ def test_max_chunk_size_must_be_positive(size: int) -> None:
 
 
 def test_one_character_body_is_not_meaningful() -> None:
-    assert chunk_markdown("# H\nx\n") == []
+    assert [c.heading for c in chunk_markdown("# H\nx\n\n# G\nbody\n")] == ["G"]
     assert len(chunk_markdown("# H\nxy\n")) == 1
+
+
+# --- a note of headings alone (issue 38) ---------------------------------------------------------
+
+
+def test_a_note_that_is_only_a_heading_is_a_chunk() -> None:
+    """The original gives no chunk for it, so the note could never be found."""
+    text = "# Renew the wildcard TLS certificate before 2026-12-20\n"
+    chunks = chunk_markdown(text, "todo.md")
+    assert _summary(chunks) == [
+        ("Renew the wildcard TLS certificate before 2026-12-20", 1, 1, 1, text.strip())
+    ]
+    # the ID is the original's formula over that range and content (its final line break counted)
+    assert chunks[0].chunk_id("m") == compute_chunk_id(
+        "todo.md", 1, 2, compute_content_hash(text.strip()), "m"
+    )
+
+
+def test_a_document_of_headings_alone_gives_each_heading_section() -> None:
+    text = "# Outline\n\n## Renew certificates\n<!-- anchor -->\n### x\n"
+    assert _summary(chunk_markdown(text)) == [
+        ("Outline", 1, 1, 2, "# Outline"),
+        ("Renew certificates", 2, 3, 4, "## Renew certificates\n<!-- anchor -->"),
+        ("x", 3, 5, 5, "### x"),
+    ]
+
+
+def test_a_document_with_any_body_is_chunked_as_the_original_chunks_it() -> None:
+    """Headings alone beside a section with a body stay without a chunk: every other document's
+    chunks (and so their IDs) are exactly the original's."""
+    text = "# Title\n\n## Empty\n\n## Body\nsome text\n"
+    assert _summary(chunk_markdown(text)) == [("Body", 2, 5, 6, "## Body\nsome text")]
 
 
 def test_content_hash_depends_on_content_only() -> None:

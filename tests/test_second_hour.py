@@ -220,3 +220,99 @@ def test_config_init_reads_its_answers_from_a_pipe_without_a_terminal() -> None:
         "token": "",
         "collection": "notes",
     }
+
+
+# --- 9. a path that does not exist -----------------------------------------------------------------
+
+MISSING = (
+    "Error: No such file or folder: {path} (nothing was indexed). Hint: check the path; index only reads "
+    "paths that exist"
+)
+
+
+def test_memsearch_refuses_a_missing_path_as_the_cli_does(isolated_env: Path, tmp_path: Path) -> None:
+    """``MemSearch(["./memroy"]).index()`` indexed nothing without a word, where the CLI refused
+    the path: now the library raises, and the CLI prints the library's error."""
+    (isolated_env / "memory").mkdir()
+    program = (
+        "import asyncio, sys\n"
+        "from memsearch import MemSearch\n"
+        "from memsearch.errors import PathNotFoundError\n"
+        "async def main():\n"
+        "    with MemSearch(['./memroy'], milvus_uri=sys.argv[1]) as ms:\n"
+        "        try:\n"
+        "            await ms.index()\n"
+        "        except FileNotFoundError as exc:\n"
+        "            print(type(exc).__name__, exc.one_line())\n"
+        "asyncio.run(main())\n"
+    )
+    uri = str(tmp_path / "m.db")
+    ran = subprocess.run([sys.executable, "-c", program, uri], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    expected = MISSING.format(path=isolated_env / "memroy")
+    assert ran.stdout.strip() == "PathNotFoundError " + expected.removeprefix("Error: ")
+    cli = memsearch("index", "memory", "./memroy", "--milvus-uri", uri)
+    assert cli.returncode == 2
+    assert _one_error(cli.stderr) == expected
+
+
+def test_a_missing_path_is_refused_by_the_stores_owner_too(tmp_path: Path) -> None:
+    """With ``memsearch serve`` owning the store, the check runs there, on the absolute path."""
+    from test_service import start_service
+
+    uri = str(tmp_path / "served.db")
+    service = start_service(uri)
+    try:
+        cli = memsearch("index", str(tmp_path / "memroy"), "--milvus-uri", uri)
+        assert cli.returncode == 2
+        assert _one_error(cli.stderr) == MISSING.format(path=tmp_path / "memroy")
+    finally:
+        service.send_signal(signal.SIGTERM)
+        assert service.wait(timeout=60) == 0
+
+
+# --- 10. a note that is only a heading -------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_a_note_that_is_only_a_heading_is_found(isolated_env: Path) -> None:
+    notes = isolated_env / "notes"
+    notes.mkdir()
+    (notes / "todo.md").write_text(
+        "# Renew the wildcard TLS certificate before 2026-12-20\n", encoding="utf-8"
+    )
+    (notes / "other.md").write_text(
+        "# Deploys\n\nWe deploy on Tuesdays after the standup.\n", encoding="utf-8"
+    )
+    indexed = memsearch("index", str(notes))
+    assert indexed.returncode == 0 and indexed.stdout == "Indexed 2 chunks.\n", indexed.stderr
+    found = memsearch("search", "when does the TLS certificate expire", "--top-k", "1", "--json-output")
+    hits = json.loads(found.stdout)
+    assert hits[0]["source"] == str(notes / "todo.md")
+    assert hits[0]["content"] == "# Renew the wildcard TLS certificate before 2026-12-20"
+    expanded = memsearch("expand", hits[0]["chunk_hash"])
+    assert expanded.returncode == 0 and "Renew the wildcard TLS certificate" in expanded.stdout
+
+
+# --- 11. index . in a project ------------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_index_of_a_project_says_it_left_the_hidden_journals_out(isolated_env: Path) -> None:
+    project = isolated_env / "proj"
+    (project / ".memsearch" / "memory").mkdir(parents=True)
+    (project / "docs").mkdir()
+    (project / "docs" / "deploy.md").write_text("# Deploys\n\nWe deploy on Tuesdays.\n", encoding="utf-8")
+    (project / ".memsearch" / "memory" / "2026-11-30.md").write_text(
+        "## Session 10:00\n\n### 10:00\n- Raised the Redis pool to twenty connections.\n", encoding="utf-8"
+    )
+    first = memsearch("index", ".", cwd=project)
+    assert first.returncode == 0 and first.stdout == "Indexed 1 chunk.\n"
+    assert first.stderr == (
+        "Warning: skipped .memsearch/memory: the agents' journals, in a hidden folder, which indexing a "
+        "folder leaves out; name it to index it too: memsearch index .memsearch/memory\n"
+    )
+    both = memsearch("index", ".", ".memsearch/memory", cwd=project)  # as the line says: no warning
+    assert (both.returncode, both.stdout, both.stderr) == (0, "Indexed 1 chunk.\n", "")
+    found = memsearch("search", "Redis pool", "--top-k", "1", "--json-output", cwd=project)
+    assert json.loads(found.stdout)[0]["source"].endswith("2026-11-30.md")

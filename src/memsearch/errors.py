@@ -50,6 +50,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
         MemoryFolderNotFoundError (FileNotFoundError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
+        PathNotFoundError (FileNotFoundError) [exit 2]
         PrivatePathError
         RerankerError
             MissingRerankerKeyError (ValueError)
@@ -432,6 +433,13 @@ class MemoryCommandRefusedError(MaintenanceError, ValueError):
 class IndexingError(MemSearchError):
     """Files could not be indexed: ``index_file``'s file (the message names it and the reason), or
     some files of an ``index`` run that finished with the others (its report lists them)."""
+
+
+class PathNotFoundError(MemSearchError, FileNotFoundError):
+    """``index`` was given a path that does not exist (a typo such as ``./memroy``): refused before
+    anything is indexed, by the library and so the CLI alike (exit 2, as a usage error)."""
+
+    exit_code = 2
 
 
 class WatcherError(MemSearchError):

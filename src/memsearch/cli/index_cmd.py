@@ -13,7 +13,7 @@ from memsearch.errors import CommandInterruptedError, IndexingError
 
 
 @click.command("index")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=click.Path())  # a missing one: the library says
 @common_options
 @indexing_options
 @click.option("--force", is_flag=True, help="Re-embed every chunk, even unchanged ones.")
