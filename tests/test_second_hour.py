@@ -316,3 +316,81 @@ def test_index_of_a_project_says_it_left_the_hidden_journals_out(isolated_env: P
     assert (both.returncode, both.stdout, both.stderr) == (0, "Indexed 1 chunk.\n", "")
     found = memsearch("search", "Redis pool", "--top-k", "1", "--json-output", cwd=project)
     assert json.loads(found.stdout)[0]["source"].endswith("2026-11-30.md")
+
+
+# --- 14. wording: hints that work as printed, counts that agree -------------------------------------
+
+
+@pytest.mark.model
+def test_the_scan_hint_names_the_folder_it_scanned(isolated_env: Path) -> None:
+    notes = isolated_env / "my notes"
+    notes.mkdir()
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    (notes / "2026-11-30.md").write_text(f"## Session 10:00\n\n- pushed with {token}\n", encoding="utf-8")
+    found = memsearch("scan", str(notes))
+    assert found.returncode == 1
+    line = _one_error(found.stderr)
+    assert line.endswith(
+        f"Hint: run `memsearch scan --redact '{notes}'` to rewrite the journals without them"
+    )
+    hinted = line.split("`")[1]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # where memsearch is installed
+    redacted = subprocess.run(
+        ["bash", "-c", hinted], capture_output=True, text=True, timeout=180, env={**os.environ, "PATH": path}
+    )
+    assert redacted.returncode == 0, redacted.stderr
+    assert token not in (notes / "2026-11-30.md").read_text(encoding="utf-8")
+    assert memsearch("scan", str(notes)).returncode == 0
+
+
+@pytest.mark.model
+def test_watch_counts_one_chunk_as_index_does(isolated_env: Path) -> None:
+    notes = isolated_env / "notes"
+    notes.mkdir()
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "memsearch", "watch", str(notes)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watch.stdout is not None
+        assert watch.stdout.readline().startswith("Watching 1 path for changes")
+        note = notes / "deploy.md"
+        note.write_text("# Deploys\n\nWe deploy on Tuesdays after the standup.\n", encoding="utf-8")
+        assert watch.stdout.readline() == f"Indexed 1 chunk from {note}\n"
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.communicate(timeout=60)
+
+
+def test_a_read_of_a_uri_that_names_no_store_says_what_index_says(isolated_env: Path) -> None:
+    index = memsearch("index", str(isolated_env), "--milvus-uri", "notadb")
+    expected = (
+        f"Error: Not a Milvus Lite database path: {isolated_env / 'notadb'} (it must end in .db). Hint: Use "
+        "a path like ~/.memsearch/milvus.db, or a server URI starting with http://, https://, tcp://, unix:."
+    )
+    assert _one_error(index.stderr) == expected
+    for read in (["search", "deploys"], ["expand", "0123456789abcdef"], ["stats"]):
+        result = memsearch(*read, "--milvus-uri", "notadb")
+        assert result.returncode == 1 and _one_error(result.stderr) == expected, read
+    assert not (isolated_env / "notadb").exists()
+
+
+@pytest.mark.model
+def test_the_dimension_mismatch_hint_works_as_printed_after_a_reset(
+    fake_api: FakeEmbeddingServer, isolated_env: Path
+) -> None:
+    notes = _notes(isolated_env, 3)
+    uri = ["--milvus-uri", str(isolated_env / "m.db")]
+    first = memsearch("index", str(notes), *uri)  # the ONNX model: 384 dimensions
+    assert first.returncode == 0 and first.stdout == "Indexed 6 chunks.\n", first.stderr
+    other = ["--provider", "ollama", "--model", "m", "--base-url", fake_api.url]  # 8 dimensions
+    mismatch = memsearch("index", str(notes), *uri, *other)
+    line = _one_error(mismatch.stderr)
+    assert "has dim=384 but the current embedding provider outputs dim=8" in line
+    assert "Hint: after the reset, `memsearch index <paths>` rebuilds the index" in line
+    assert "--force" not in line
+    assert memsearch("reset", "--yes", *uri).returncode == 0
+    rebuilt = memsearch("index", str(notes), *uri, *other)  # as the hint says: no --force
+    assert rebuilt.returncode == 0 and rebuilt.stdout == "Indexed 6 chunks.\n", rebuilt.stderr

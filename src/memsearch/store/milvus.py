@@ -209,7 +209,8 @@ class MilvusStore:
             f"Embedding dimension mismatch: collection '{self._collection}' has dim={existing} "
             f"but the current embedding provider outputs dim={dimension}. Run 'memsearch reset "
             "--yes' to drop the collection and re-index, or use a different --milvus-uri / --collection.",
-            hint="after the reset, `memsearch index --force <paths>` rebuilds the index",
+            hint="after the reset, `memsearch index <paths>` rebuilds the index (a reset forgets what was "
+            "indexed, so every file is embedded again)",
         )
 
     def _adopt_existing(self) -> None:
