@@ -47,6 +47,19 @@ ChunkHash = Annotated[
 ]
 
 
+#: What ``search`` and ``expand`` answer in a project with nothing indexed yet: a result, not an
+#: error (nothing went wrong; there is no memory to read).
+NO_MEMORY_YET = (
+    "No memory yet: nothing of this project is indexed (its memory folder holds no notes). The "
+    "remember tool writes one; sessions with a memsearch plugin add their journals as they run."
+)
+
+
+class _NoMemoryYet(ToolError):
+    """The store has no collection for this project (nothing was ever indexed). A tool that reads
+    the index answers :data:`NO_MEMORY_YET`; any other gets the usual error line."""
+
+
 class MemoryTools:
     """The tools of one server. Store operations run on a worker thread, one at a time: the
     memory's calls block (a routed call waits on a socket, an owned one on Milvus Lite), and the
@@ -63,7 +76,7 @@ class MemoryTools:
         """``fn()`` on a worker thread; a memsearch error becomes its one-line tool error. The
         first call brings the memory folder's index up to date first (as a plugin's session start
         does; unchanged files cost nothing), so journals written while no plugin ran are found."""
-        from memsearch.errors import MemSearchError
+        from memsearch.errors import CollectionNotFoundError, MemSearchError
 
         def locked() -> T:
             with self._lock:
@@ -75,6 +88,8 @@ class MemoryTools:
 
         try:
             return await anyio.to_thread.run_sync(locked)
+        except CollectionNotFoundError as exc:
+            raise _NoMemoryYet(f"Error: {exc.one_line()}") from None
         except MemSearchError as exc:
             raise ToolError(f"Error: {exc.one_line()}") from None
 
@@ -110,16 +125,19 @@ class MemoryTools:
         prefix = self._prefix(source_prefix)
         memory = self.memory
         half_life = self.scope.config.search.recency_half_life or None
-        hits = await self._call(
-            lambda: memory.search(
-                query,
-                top_k=top_k,
-                source_prefix=prefix,
-                since=since,
-                until=until,
-                recency_half_life=half_life,
+        try:
+            hits = await self._call(
+                lambda: memory.search(
+                    query,
+                    top_k=top_k,
+                    source_prefix=prefix,
+                    since=since,
+                    until=until,
+                    recency_half_life=half_life,
+                )
             )
-        )
+        except _NoMemoryYet:
+            return NO_MEMORY_YET
         if not hits:
             return "No memory matches. Try other words, a wider date range, or no source_prefix."
         return self._render_hits(hits)
@@ -135,7 +153,10 @@ class MemoryTools:
         snippet looks relevant and you need the details. When the section came from an agent
         session, the answer names its transcript and turn for the transcript tool."""
         memory = self.memory
-        result = await self._call(lambda: memory.expand(chunk_hash, section=section))
+        try:
+            result = await self._call(lambda: memory.expand(chunk_hash, section=section))
+        except _NoMemoryYet:
+            return NO_MEMORY_YET
         source = self.shown(result.source)
         head = [f"Source: {source} (lines {result.start_line}-{result.end_line})"]
         if result.heading:
