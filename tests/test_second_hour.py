@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -394,3 +395,39 @@ def test_the_dimension_mismatch_hint_works_as_printed_after_a_reset(
     assert memsearch("reset", "--yes", *uri).returncode == 0
     rebuilt = memsearch("index", str(notes), *uri, *other)  # as the hint says: no --force
     assert rebuilt.returncode == 0 and rebuilt.stdout == "Indexed 6 chunks.\n", rebuilt.stderr
+
+
+# --- 13. the README's demo ---------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_readmes_stop_command_stops_the_demos_service(isolated_env: Path) -> None:
+    """``make demo`` leaves a service for its own store (the Makefile's DEMO_FLAGS); the README's
+    command, run in the clone as written, must stop that one, not look for the default store's."""
+    from test_service import start_service
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    demo = re.search(r"^DEMO\s*:=\s*(\S+)$", makefile, re.MULTILINE)
+    assert demo and "--milvus-uri $(DEMO)/milvus.db" in makefile
+    store = isolated_env / demo.group(1) / "milvus.db"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    written = re.search(r"`\.venv/bin/memsearch (service stop[^`]*)` ends\s+it at once", readme)
+    assert written, "the README names how to stop the demo's service"
+    store.parent.mkdir()
+    service = start_service(str(store))
+    try:
+        plain = memsearch("service", "stop", cwd=isolated_env)  # the default store: not the demo's
+        assert plain.returncode == 0
+        assert plain.stdout == (
+            f"No memory service is running for {Path.home() / '.memsearch' / 'milvus.db'}. One runs for "
+            f"{store}: `memsearch service stop --milvus-uri {store}` stops it.\n"
+        )
+        stopped = memsearch(*written.group(1).split(), cwd=isolated_env)
+        assert stopped.returncode == 0 and stopped.stdout.startswith(
+            f"Stopped the memory service for {store}"
+        )
+        assert service.wait(timeout=60) == 0
+    finally:
+        if service.poll() is None:
+            service.kill()
