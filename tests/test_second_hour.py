@@ -102,6 +102,27 @@ def test_config_init_cut_off_by_end_of_input_writes_nothing_and_says_so() -> Non
     assert load_config_file(path) == {"chunking": {"max_chunk_size": 900}}
 
 
+def test_ctrl_c_at_a_config_init_question_writes_nothing_and_says_so() -> None:
+    wizard = subprocess.Popen(
+        [sys.executable, "-m", "memsearch", "config", "init"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert wizard.stdout is not None
+    shown = ""
+    while not shown.endswith("]: "):  # the first question waits for its answer
+        char = wizard.stdout.read(1)
+        assert char, shown
+        shown += char
+    wizard.send_signal(signal.SIGINT)
+    _out, err = wizard.communicate(timeout=60)
+    assert wizard.returncode == 1
+    assert _one_error(err).startswith("Error: config init stopped before its last question")
+    assert not global_config_path().exists()
+
+
 # --- 8. config set: names, shapes and negative numbers ------------------------------------------
 
 
