@@ -121,7 +121,7 @@ def test_max_chunk_size_must_be_positive(size: int) -> None:
 
 
 def test_one_character_body_is_not_meaningful() -> None:
-    assert [c.heading for c in chunk_markdown("# H\nx\n\n# G\nbody\n")] == ["G"]
+    assert chunk_markdown("# H\nx\n") == []
     assert len(chunk_markdown("# H\nxy\n")) == 1
 
 
@@ -141,20 +141,28 @@ def test_a_note_that_is_only_a_heading_is_a_chunk() -> None:
     )
 
 
-def test_a_document_of_headings_alone_gives_each_heading_section() -> None:
-    text = "# Outline\n\n## Renew certificates\n<!-- anchor -->\n### x\n"
+def test_a_document_of_headings_alone_gives_each_heading() -> None:
+    text = "# Outline\n\n## Renew certificates\n### Rotate the keys\n"
     assert _summary(chunk_markdown(text)) == [
         ("Outline", 1, 1, 2, "# Outline"),
-        ("Renew certificates", 2, 3, 4, "## Renew certificates\n<!-- anchor -->"),
-        ("x", 3, 5, 5, "### x"),
+        ("Renew certificates", 2, 3, 3, "## Renew certificates"),
+        ("Rotate the keys", 3, 4, 4, "### Rotate the keys"),
     ]
 
 
-def test_a_document_with_any_body_is_chunked_as_the_original_chunks_it() -> None:
-    """Headings alone beside a section with a body stay without a chunk: every other document's
-    chunks (and so their IDs) are exactly the original's."""
-    text = "# Title\n\n## Empty\n\n## Body\nsome text\n"
-    assert _summary(chunk_markdown(text)) == [("Body", 2, 5, 6, "## Body\nsome text")]
+@pytest.mark.parametrize(
+    ("text", "headings"),
+    [
+        ("# Title\n\n## Empty\n\n## Body\nsome text\n", ["Body"]),  # a body beside headings alone
+        ("### 08:00\n<!-- session:s turn:t transcript:/x.jsonl -->\n", []),  # an empty captured turn
+        ("# H\nx\n", []),  # a stray character
+    ],
+)
+def test_any_other_document_is_chunked_as_the_original_chunks_it(text: str, headings: list[str]) -> None:
+    """Headings without a body give no chunk beside anything else, so every other document's chunks
+    (and so their IDs) are exactly the original's (its rule: a section needs two characters of
+    body, comments and heading lines not counted)."""
+    assert [c.heading for c in chunk_markdown(text)] == headings
 
 
 def test_content_hash_depends_on_content_only() -> None:
