@@ -100,7 +100,8 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             exc = CommandInterruptedError(
-                "interrupted (Ctrl-C) before the command finished", hint="run it again to finish"
+                "interrupted (Ctrl-C) before the command finished",
+                hint="run the command again if it had more to do",
             )
             click.echo(f"Error: {exc.one_line()}", err=True)
             ctx.exit(exit_code_for(exc))
