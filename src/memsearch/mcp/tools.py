@@ -55,11 +55,6 @@ NO_MEMORY_YET = (
 )
 
 
-class _NoMemoryYet(ToolError):
-    """The store has no collection for this project (nothing was ever indexed). A tool that reads
-    the index answers :data:`NO_MEMORY_YET`; any other gets the usual error line."""
-
-
 class MemoryTools:
     """The tools of one server. Store operations run on a worker thread, one at a time: the
     memory's calls block (a routed call waits on a socket, an owned one on Milvus Lite), and the
@@ -76,7 +71,7 @@ class MemoryTools:
         """``fn()`` on a worker thread; a memsearch error becomes its one-line tool error. The
         first call brings the memory folder's index up to date first (as a plugin's session start
         does; unchanged files cost nothing), so journals written while no plugin ran are found."""
-        from memsearch.errors import CollectionNotFoundError, MemSearchError
+        from memsearch.errors import MemSearchError
 
         def locked() -> T:
             with self._lock:
@@ -88,10 +83,22 @@ class MemoryTools:
 
         try:
             return await anyio.to_thread.run_sync(locked)
-        except CollectionNotFoundError as exc:
-            raise _NoMemoryYet(f"Error: {exc.one_line()}") from None
         except MemSearchError as exc:
             raise ToolError(f"Error: {exc.one_line()}") from None
+
+    async def _read_index(self, fn: Callable[[], T]) -> T | None:
+        """:meth:`_call` for a read of the index; None when nothing of this project was ever
+        indexed (the store has no collection for it), which ``search`` and ``expand`` answer with
+        :data:`NO_MEMORY_YET`, a result: nothing went wrong."""
+        from memsearch.errors import CollectionNotFoundError
+
+        def read() -> T | None:
+            try:
+                return fn()
+            except CollectionNotFoundError:
+                return None
+
+        return await self._call(read)
 
     def shown(self, source: str) -> str:
         """A source path as the model sees it: relative to the project when inside it."""
@@ -125,18 +132,17 @@ class MemoryTools:
         prefix = self._prefix(source_prefix)
         memory = self.memory
         half_life = self.scope.config.search.recency_half_life or None
-        try:
-            hits = await self._call(
-                lambda: memory.search(
-                    query,
-                    top_k=top_k,
-                    source_prefix=prefix,
-                    since=since,
-                    until=until,
-                    recency_half_life=half_life,
-                )
+        hits = await self._read_index(
+            lambda: memory.search(
+                query,
+                top_k=top_k,
+                source_prefix=prefix,
+                since=since,
+                until=until,
+                recency_half_life=half_life,
             )
-        except _NoMemoryYet:
+        )
+        if hits is None:
             return NO_MEMORY_YET
         if not hits:
             return "No memory matches. Try other words, a wider date range, or no source_prefix."
@@ -153,9 +159,8 @@ class MemoryTools:
         snippet looks relevant and you need the details. When the section came from an agent
         session, the answer names its transcript and turn for the transcript tool."""
         memory = self.memory
-        try:
-            result = await self._call(lambda: memory.expand(chunk_hash, section=section))
-        except _NoMemoryYet:
+        result = await self._read_index(lambda: memory.expand(chunk_hash, section=section))
+        if result is None:
             return NO_MEMORY_YET
         source = self.shown(result.source)
         head = [f"Source: {source} (lines {result.start_line}-{result.end_line})"]
