@@ -130,13 +130,13 @@ async def test_create_edit_delete_are_reflected_in_the_index(
     settle(watcher)
     assert time.monotonic() - started >= DEBOUNCE_MS / 1000  # the debounce was honoured
     assert (await ms.search("zebra crossing", top_k=1))[0]["source"] == str(b)
-    assert rec.events == [("created", f"Indexed 1 chunks from {b}", b)]
+    assert rec.events == [("created", f"Indexed 1 chunk from {b}", b)]
 
     b.write_text("# Bees\n\nquokka island\n", encoding="utf-8")
     settle(watcher)
     assert (await ms.search("quokka island", top_k=1))[0]["source"] == str(b)
     assert "quokka" in contents(ms, b) and "zebra" not in contents(ms, b)
-    assert rec.events[-1] == ("modified", f"Indexed 1 chunks from {b}", b)
+    assert rec.events[-1] == ("modified", f"Indexed 1 chunk from {b}", b)
 
     b.unlink()
     settle(watcher)
@@ -155,7 +155,7 @@ async def test_rename_removes_the_old_path_and_indexes_the_new(
     settle(watcher)
     assert sources(ms) == {"renamed.md": 1}
     assert (await ms.search("orchard harvest", top_k=1))[0]["source"] == str(new)
-    assert rec.events == [("moved", f"Moved {old} -> {new} (indexed 1 chunks)", new)]
+    assert rec.events == [("moved", f"Moved {old} -> {new} (indexed 1 chunk)", new)]
 
 
 @pytest.mark.parametrize("temp_name", [".a.md.swp", "a.md~", "a.md.tmp.1234", ".#a.md"])
@@ -170,7 +170,7 @@ async def test_atomic_save_through_a_temp_file_reindexes_the_target(
     settle(watcher)
     assert sources(ms) == {"a.md": 1}  # nothing of the temp file, the target still indexed once
     assert "bramley" in contents(ms, target) and "orchard" not in contents(ms, target)
-    assert rec.summaries == [f"Indexed 1 chunks from {target}"]
+    assert rec.summaries == [f"Indexed 1 chunk from {target}"]
 
 
 async def test_rename_to_a_non_markdown_name_and_back(
@@ -186,7 +186,7 @@ async def test_rename_to_a_non_markdown_name_and_back(
     os.rename(txt, md)  # the manifest forgot it, so it is indexed again
     settle(watcher)
     assert sources(ms) == {"a.md": 1}
-    assert rec.take() == [f"Indexed 1 chunks from {md}"]
+    assert rec.take() == [f"Indexed 1 chunk from {md}"]
 
 
 async def test_moving_a_folder_out_of_the_tree_drops_everything_below_it(
@@ -220,7 +220,7 @@ async def test_a_burst_of_edits_is_indexed_once(ms: MemSearch, notes: Path) -> N
         assert watcher.wait_idle(timeout=SETTLE_S + 0.5)
     finally:
         watcher.stop()
-    assert rec.summaries == [f"Indexed 1 chunks from {target}"]
+    assert rec.summaries == [f"Indexed 1 chunk from {target}"]
     embedded = embedder.embedded[before:]
     assert len(embedded) == 1 and "revision19" in embedded[0]
 
@@ -287,7 +287,7 @@ async def test_ignore_file_edits_take_effect_while_watching(tmp_path: Path, note
             secret.write_text("# S\n\nsecond version\n", encoding="utf-8")
             settle(watcher)
             assert "second" in contents(ms, secret)
-            assert rec.summaries == [f"Indexed 1 chunks from {secret}"]
+            assert rec.summaries == [f"Indexed 1 chunk from {secret}"]
         finally:
             watcher.stop()
     finally:
@@ -356,8 +356,8 @@ async def test_a_single_file_root_is_watched(tmp_path: Path, notes: Path) -> Non
             settle(watcher)
             assert sources(ms) == {}
         assert rec.summaries == [
-            f"Indexed 1 chunks from {target}",
-            f"Indexed 1 chunks from {target}",
+            f"Indexed 1 chunk from {target}",
+            f"Indexed 1 chunk from {target}",
             f"Removed chunks for {target}",
         ]
     finally:
@@ -516,7 +516,7 @@ def test_watch_command_runs_until_stopped(tmp_path: Path, stop_signal: signal.Si
 
             new = notes / "second.md"
             new.write_text("# Second\n\nThe cache expires after ten minutes.\n", encoding="utf-8")
-            assert _expect(out, bool, 30) == f"Indexed 1 chunks from {new}"
+            assert _expect(out, bool, 30) == f"Indexed 1 chunk from {new}"
 
             bad = notes / "bad.md"
             bad.write_bytes(b"\x00binary")

@@ -18,6 +18,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             SecretNeededError
         BinaryFileError
         ChunkNotFoundError
+        CommandInterruptedError [exit 130]
         ConfigError
             CodexAppError
             ConfigEnvVarError (KeyError)
@@ -54,6 +55,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
         MemoryFolderNotFoundError (FileNotFoundError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
+        PathNotFoundError (FileNotFoundError) [exit 2]
         PrivatePathError
         RerankerError
             MissingRerankerKeyError (ValueError)
@@ -249,6 +251,13 @@ class InvalidChunkHashError(MemSearchError, ValueError):
 
 class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
     """``expand``: the chunk's markdown file is gone from disk."""
+
+
+class CommandInterruptedError(MemSearchError):
+    """The command was stopped part way (Ctrl-C); the message says what was kept. Exit 130, the
+    shell's code for a command ended by SIGINT."""
+
+    exit_code = 130
 
 
 class ConfirmationNeededError(MemSearchError):
@@ -454,6 +463,13 @@ class MemoryCommandRefusedError(MaintenanceError, ValueError):
 class IndexingError(MemSearchError):
     """Files could not be indexed: ``index_file``'s file (the message names it and the reason), or
     some files of an ``index`` run that finished with the others (its report lists them)."""
+
+
+class PathNotFoundError(MemSearchError, FileNotFoundError):
+    """``index`` was given a path that does not exist (a typo such as ``./memroy``): refused before
+    anything is indexed, by the library and so the CLI alike (exit 2, as a usage error)."""
+
+    exit_code = 2
 
 
 class WatcherError(MemSearchError):

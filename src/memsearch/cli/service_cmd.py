@@ -88,21 +88,38 @@ def stop(all_services: bool, milvus_uri: str | None) -> None:
     if all_services and milvus_uri is not None:
         raise click.UsageError("give --all or --milvus-uri, not both")
     services = list_services()
-    where = ""
+    where, others = "", []
     if not all_services:
         from memsearch.cli.options import resolve
 
         store = store_key(resolve({"milvus_uri": milvus_uri}).milvus.uri)
+        others = [s for s in services if s.store != store]
         services = [s for s in services if s.store == store]
         where = f" for {store}"
     if not services:
-        click.echo(f"No memory service is running{where}.")
+        click.echo(f"No memory service is running{where}.{_others_line(others)}")
         return
     outcomes = stop_services(services)
     for outcome in outcomes:
         if outcome.error is None:
             click.echo(_stopped_line(outcome))
     _raise_failures([o for o in outcomes if o.error is not None])
+
+
+def _others_line(others: list[RunningService]) -> str:
+    """What runs for other stores, when the one named has none (``make demo``'s service runs for
+    its own store, not the default one): how to stop it, as it can be copied."""
+    import shlex
+
+    if not others:
+        return ""
+    if len(others) == 1:
+        store = others[0].store
+        return (
+            f" One runs for {shown(store)}: `memsearch service stop --milvus-uri {shlex.quote(store)}` "
+            "stops it."
+        )
+    return f" {len(others)} run for other stores: `memsearch service status` lists them, `--all` stops them."
 
 
 def _stopped_line(outcome: StopOutcome) -> str:

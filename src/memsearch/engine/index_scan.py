@@ -8,6 +8,7 @@ alone.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from memsearch.chunker import Chunk, chunk_markdown
 from memsearch.engine.manifest import FileEntry, Manifest, entry_matches, mtime_ns
-from memsearch.errors import MemSearchError
+from memsearch.errors import MemSearchError, PathNotFoundError
 from memsearch.index_report import IndexFailure, format_error
 from memsearch.scanner import ScannedFile, decode_markdown, read_markdown_bytes, scan
 
@@ -61,6 +62,21 @@ class Scanned:
     def report_counts(self) -> tuple[int, int, tuple[IndexFailure, ...]]:
         """``total_files``, ``indexed_files`` and ``failed_files`` of the run's report."""
         return len(self.files), len(self.files) - len(self.failures), tuple(self.failures)
+
+
+def check_paths_exist(paths: Sequence[str]) -> None:
+    """Refuse paths that do not exist, before anything is indexed: ``MemSearch(["./memroy"])``
+    would otherwise index nothing without a word (the scanner skips a missing input, as the
+    original's does), where ``memsearch index ./memroy`` is refused. The one check, for both."""
+    missing = [p for p in paths if not os.path.lexists(Path(p).expanduser())]
+    if not missing:
+        return
+    # absolute, as the store's owner sees the paths of a routed call: one message either way
+    names = ", ".join(os.path.abspath(Path(p).expanduser()) for p in missing)
+    raise PathNotFoundError(
+        f"No such file or folder: {names} (nothing was indexed)",
+        hint="check the path; index only reads paths that exist",
+    )
 
 
 def scan_paths(settings: IndexSettings) -> Scanned:

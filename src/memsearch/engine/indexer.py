@@ -35,7 +35,16 @@ from memsearch.engine.index_pipeline import (
     mark_new_chunks,
     retrieved,
 )
-from memsearch.engine.index_scan import FileWork, Scanned, diff, read_changed, scan_paths, under, unnamable
+from memsearch.engine.index_scan import (
+    FileWork,
+    Scanned,
+    check_paths_exist,
+    diff,
+    read_changed,
+    scan_paths,
+    under,
+    unnamable,
+)
 from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.engine.manifest import Manifest
 from memsearch.errors import CollectionNotFoundError, EmbeddingError, IndexingError, NotARegularFileError
@@ -153,6 +162,7 @@ class Indexer:
 
     async def _index(self, force: bool, progress: Progress | None) -> IndexReport:
         self._clock = EmbedClock()
+        check_paths_exist(self.settings.paths)
         scanned = scan_paths(self.settings)
         manifest, first_run = self._load_manifest()
         if first_run and scanned.files:

@@ -53,20 +53,42 @@ def compact_schema(schema: Any) -> Any:
     return out
 
 
+def clean_description(doc: str | None) -> str:
+    """A tool's docstring as sent to the model: one line per paragraph. The source's indentation
+    (8 spaces a line) and its line wrapping are whitespace a host pays for with every request
+    (docs/mcp.md counts it)."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(doc or "").split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
+
+
 def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
     """An ``MCPServer`` with the five tools and the resources of ``tools.scope``."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp.types import Tool, ToolAnnotations
 
+    from memsearch.mcp.failures import failure_text
     from memsearch.mcp.resources import resource_readers
     from memsearch.version import package_version
 
     class CompactServer(MCPServer):
-        """Tool schemas are sent with every request a host makes: list them compact."""
+        """Tool schemas are sent with every request a host makes: list them compact. A failed
+        call answers one ``Error: ...`` line with a hint (``memsearch.mcp.failures``)."""
 
         async def list_tools(self) -> list[Tool]:
             listed = await super().list_tools()
             return [t.model_copy(update={"input_schema": compact_schema(t.input_schema)}) for t in listed]
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise  # a crash: the SDK's generic line, nothing of its text sent
+            except ToolError as exc:
+                schemas = {tool.name: tool.input_schema for tool in await super().list_tools()}
+                raise ToolError(failure_text(name, exc, schemas)) from exc.__cause__
 
     server: MCPServer = CompactServer(
         name="memsearch", version=package_version(), instructions=_INSTRUCTIONS, log_level="WARNING"
@@ -74,13 +96,16 @@ def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     from memsearch.mcp.recall import logged
 
+    def add(fn: Any, annotations: ToolAnnotations) -> None:
+        description = clean_description(fn.__doc__)
+        server.add_tool(fn, description=description, annotations=annotations, structured_output=False)
+
     for fn in (tools.search, tools.expand, tools.transcript):  # token budget, recall log
-        server.add_tool(logged(fn, tools.scope), annotations=read_only, structured_output=False)
-    server.add_tool(tools.stats, annotations=read_only, structured_output=False)
-    server.add_tool(
+        add(logged(fn, tools.scope), read_only)
+    add(tools.stats, read_only)
+    add(
         tools.remember,
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
-        structured_output=False,
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
     )
     for uri, (description, reader) in resource_readers(tools.scope, budget).items():
         server.resource(uri, description=description, mime_type="text/markdown")(reader)
