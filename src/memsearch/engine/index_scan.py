@@ -8,6 +8,7 @@ alone.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,25 @@ def unnamable(source: str) -> str | None:
     return f"its path {problem}, which the index cannot look up; rename the file" if problem else None
 
 
+def gone_path(source: str) -> str:
+    """The outermost path that no longer exists at or above ``source``: the folder that was moved
+    or deleted with it, or the file itself. ``memsearch index`` of it removes what the index holds
+    there, so every hint about a gone file names it."""
+    path = Path(source).expanduser().absolute()
+    while path.parent != path and not os.path.lexists(path.parent):
+        path = path.parent
+    return str(path)
+
+
+def prune_command(sources: Sequence[str]) -> str:
+    """``memsearch index <gone paths>``, the command that removes the chunks of ``sources`` (files
+    that no longer exist) from the index."""
+    import shlex
+
+    gone = sorted({gone_path(source) for source in sources})
+    return "memsearch index " + " ".join(shlex.quote(path) for path in gone)
+
+
 def under(source: str, roots: Sequence[Path]) -> bool:
     """True when ``source`` lies inside one of the directory ``roots`` (path-boundary check)."""
     p = Path(source)
@@ -50,13 +70,20 @@ def under(source: str, roots: Sequence[Path]) -> bool:
 
 @dataclass
 class Scanned:
-    """The markdown files under the settings' paths, what could not be looked at, and the
-    directory roots (a source under one of them that is no longer found was deleted)."""
+    """The markdown files under the settings' paths, what could not be looked at, the directory
+    roots (a source under one of them that is no longer found was deleted), and the paths given
+    that do not exist (every source at or under one of them was moved or deleted)."""
 
     files: list[ScannedFile]
     failures: list[IndexFailure]
     skipped: list[tuple[str, str]]
     roots: list[Path]
+    missing: list[Path] = field(default_factory=list)
+
+    @property
+    def gone_roots(self) -> list[Path]:
+        """Where a source no longer found is gone: under a root, or at or under a missing path."""
+        return [*self.roots, *self.missing]
 
     def report_counts(self) -> tuple[int, int, tuple[IndexFailure, ...]]:
         """``total_files``, ``indexed_files`` and ``failed_files`` of the run's report."""
@@ -71,9 +98,11 @@ def scan_paths(settings: IndexSettings) -> Scanned:
         exclude=list(settings.exclude),
         follow_links=settings.follow_links,
     )
-    roots = [Path(p).expanduser().resolve() for p in settings.paths if Path(p).expanduser().is_dir()]
+    given = [Path(p).expanduser() for p in settings.paths]
+    roots = [p.resolve() for p in given if p.is_dir()]
+    missing = [p.resolve() for p in given if not os.path.lexists(p)]
     failures = [IndexFailure(path, reason) for path, reason in result.problems]
-    return Scanned(result.files, failures, result.skipped, roots)
+    return Scanned(result.files, failures, result.skipped, roots, missing)
 
 
 @dataclass
@@ -88,7 +117,7 @@ class Diff:
 def diff(scanned: Scanned, manifest: Manifest, force: bool) -> Diff:
     """Which files are new or touched (all with ``force``) and which indexed ones are gone."""
     active = {str(f.path) for f in scanned.files}
-    gone = [p for p in manifest.files if p not in active and under(p, scanned.roots)]
+    gone = [p for p in manifest.files if p not in active and under(p, scanned.gone_roots)]
     stat_changed = [f for f in scanned.files if force or not entry_matches(manifest, f)]
     return Diff(active, gone, stat_changed)
 
