@@ -77,7 +77,7 @@ def test_a_direct_index_hands_its_run_to_a_service_that_took_the_store(
         out, err = index.communicate(timeout=120)
         assert index.returncode == 0, err
         assert out == "Indexed 8 chunks.\n", (out, err)
-        assert "took the store while this run worked; it stores the run" in err
+        assert "took the store while this run worked; the run is handed to it" in err
         assert "Traceback" not in err
         # every text was embedded once, ahead: the service took them from the cache
         assert sum(1 for r in fake_api.requests if "heron" in str(r.body)) == embedded

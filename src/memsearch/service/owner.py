@@ -247,7 +247,7 @@ def _taken_over(holder: Holder, op: Operation) -> ServiceClient | None:
         return None
     warn_once(
         f"the memory service for {found.paths.store} (pid {pid}) took the store while this run "
-        "worked; it stores the run (from the embedding cache)"
+        "worked; the run is handed to it (what was embedded here is taken from the embedding cache)"
     )
     return found
 
