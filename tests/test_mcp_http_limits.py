@@ -100,7 +100,7 @@ async def test_a_flood_of_half_sent_requests_neither_wedges_nor_starves_the_toke
             most = [0]
 
             def keep_flooding() -> None:
-                while (not stop.is_set() or len(flood) < 300) and len(flood) < 2000:
+                while (not stop.is_set() or len(flood) < 300) and len(flood) < 600:
                     sock = _half_request(port)
                     if sock is not None:
                         flood.append(sock)

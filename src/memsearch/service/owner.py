@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -236,17 +237,19 @@ def _taken_over(holder: Holder, op: Operation) -> ServiceClient | None:
     holds the store by then; that service stores the run from the cache (nothing is embedded
     twice) instead of the run ending with nothing stored. None: the holder is not such a service
     (it is waited for, then named, as before)."""
-    if not op.hands_over or not is_lite(holder._uri):
-        return None
+    if not op.hands_over or not getattr(holder, "_routed", False) or not is_lite(holder._uri):
+        return None  # (an owner's engine, or a store no service can hold)
     found = probe(holder._uri, anyway=True)
     if not isinstance(found, ServiceClient):
         return None
     try:
-        pid = found.ping().get("pid", "?")
+        pid = found.ping().get("pid")
     except MemSearchError:  # it is going away as well: the run's error stands
         return None
+    if pid == os.getpid():  # this process serves the store: something else holds the database
+        return None
     warn_once(
-        f"the memory service for {found.paths.store} (pid {pid}) took the store while this run "
+        f"the memory service for {found.paths.store} (pid {pid or '?'}) took the store while this run "
         "worked; the run is handed to it (what was embedded here is taken from the embedding cache)"
     )
     return found
