@@ -173,3 +173,26 @@ def test_a_gone_folder_is_named_by_every_hint_and_index_of_it_drops_its_chunks(
     assert typo.returncode == 1 and "no such file or folder" in typo.stderr
     assert not fresh.exists()  # nothing was created for it
     shutil.rmtree(tmp_path / "notes-old")
+
+
+def test_a_name_stored_with_replaced_characters_is_never_judged_gone(
+    tmp_path: Path,
+    fake_api: FakeEmbeddingServer,  # noqa: F811
+) -> None:
+    """A file name that is not valid UTF-8 is stored with U+FFFD in place of its bad bytes, so the
+    stored path names no file: search must not call it gone, and ``index`` of that path (copied
+    from a result) must not remove the chunks of the file, which is still there."""
+    uri = tmp_path / "store.db"
+    _config(fake_api, uri)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    with open(os.path.join(os.fsencode(notes), b"caf\xe9.md"), "wb") as fh:
+        fh.write(b"# Cafe\n\nThe espresso machine descaling runs weekly.\n")
+    assert memsearch("index", str(notes)).returncode == 0
+    found = memsearch("search", "espresso descaling", "-j")
+    assert found.returncode == 0 and found.stderr == "", found.stderr
+    stored = json.loads(found.stdout)[0]["source"]
+    assert "\ufffd" in stored
+    copied = memsearch("index", stored)
+    assert copied.returncode == 1 and "no such file or folder" in copied.stderr, copied.stderr
+    assert _total(uri) == 1

@@ -136,11 +136,9 @@ def search(
 def _say_gone(results: list[dict[str, Any]], flags: str) -> None:
     """Hits whose file is not on this machine any more (moved or deleted since it was indexed), on
     stderr with the command that removes their chunks."""
-    import os
+    from memsearch.engine.index_scan import gone_path, prune_command
 
-    from memsearch.engine.index_scan import prune_command
-
-    gone = [str(r["source"]) for r in results if not os.path.lexists(str(r["source"]))]
+    gone = [path for path in (gone_path(str(r["source"])) for r in results) if path is not None]
     if gone:
         hits = "1 hit is" if len(gone) == 1 else f"{len(gone)} hits are"
         click.echo(

@@ -205,13 +205,9 @@ def _read_source(source: str) -> tuple[list[str], str | None]:
     try:
         decoded = read_markdown(Path(source).expanduser())
     except FileNotFoundError:
-        from memsearch.engine.index_scan import prune_command
+        from memsearch.engine.index_scan import gone_hint
 
-        raise SourceFileNotFoundError(
-            f"Source file not found: {source}",
-            hint=f"the file was moved or deleted: `{prune_command([source])}` removes its chunks "
-            "from the index (then index where it went)",
-        ) from None
+        raise SourceFileNotFoundError(f"Source file not found: {source}", hint=gone_hint(source)) from None
     except OSError as exc:
         raise SourceReadError(
             f"Cannot read {source}: {exc.strerror or exc}",

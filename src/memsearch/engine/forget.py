@@ -165,17 +165,14 @@ def blocks_for_chunk(
     """The blocks a stored chunk (a ``search``/``get_chunk`` row) names, checked against its file:
     the file must still hold that chunk where the index says (else StaleChunkError). ``redactor``
     is the one ``index`` uses (to chunk the file as it did), ``shown`` the one for previews."""
-    from memsearch.engine.index_scan import prune_command
+    from memsearch.engine.index_scan import gone_hint
     from memsearch.errors import SourceFileNotFoundError, StaleChunkError
 
     path = Path(str(row["source"]))
     try:
         lines = read_lines(path)
     except FileNotFoundError:
-        raise SourceFileNotFoundError(
-            f"{path} is gone from disk",
-            hint=f"`{prune_command([str(path)])}` drops its chunks from the index",
-        ) from None
+        raise SourceFileNotFoundError(f"{path} is gone from disk", hint=gone_hint(str(path))) from None
     start, end = int(row["start_line"]) - 1, int(row["end_line"])
     if not _still_there(lines, row, path, max_chunk_size, overlap_lines, redactor):
         raise StaleChunkError(

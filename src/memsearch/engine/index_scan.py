@@ -37,23 +37,44 @@ def unnamable(source: str) -> str | None:
     return f"its path {problem}, which the index cannot look up; rename the file" if problem else None
 
 
-def gone_path(source: str) -> str:
-    """The outermost path that no longer exists at or above ``source``: the folder that was moved
-    or deleted with it, or the file itself. ``memsearch index`` of it removes what the index holds
-    there, so every hint about a gone file names it."""
+#: What a file name that is not valid UTF-8 holds once stored (``store.rows``): such a path names
+#: no file, so that it is not found says nothing about whether the file is gone.
+REPLACED = "\ufffd"
+
+
+def gone_path(source: str) -> str | None:
+    """The outermost path that no longer exists at or above the indexed file ``source``: the folder
+    that was moved or deleted with it, or the file itself. ``memsearch index`` of it removes what
+    the index holds there, so every hint about a gone file names it. None when ``source`` exists,
+    or when that path holds :data:`REPLACED` (the file may well be there under its real name)."""
     path = Path(source).expanduser().absolute()
+    if os.path.lexists(path):
+        return None
     while path.parent != path and not os.path.lexists(path.parent):
         path = path.parent
-    return str(path)
+    return None if REPLACED in str(path) else str(path)
 
 
-def prune_command(sources: Sequence[str]) -> str:
-    """``memsearch index <gone paths>``, the command that removes the chunks of ``sources`` (files
-    that no longer exist) from the index."""
+def prune_command(gone: Sequence[str]) -> str:
+    """``memsearch index <paths>``, the command that removes what the index holds at or under the
+    ``gone`` paths (:func:`gone_path`)."""
     import shlex
 
-    gone = sorted({gone_path(source) for source in sources})
-    return "memsearch index " + " ".join(shlex.quote(path) for path in gone)
+    return "memsearch index " + " ".join(shlex.quote(path) for path in sorted(set(gone)))
+
+
+def gone_hint(source: str) -> str:
+    """What to do about the indexed file ``source`` that cannot be found (``expand``, ``forget``)."""
+    gone = gone_path(source)
+    if gone is None:
+        return (
+            "its name was stored with characters replaced (it is not valid UTF-8), so it cannot be "
+            "read back; rename the file and run `memsearch index` on its folder"
+        )
+    return (
+        f"the file was moved or deleted: `{prune_command([gone])}` removes its chunks from the index "
+        "(then index where it went)"
+    )
 
 
 def under(source: str, roots: Sequence[Path]) -> bool:
@@ -82,8 +103,9 @@ class Scanned:
 
     @property
     def gone_roots(self) -> list[Path]:
-        """Where a source no longer found is gone: under a root, or at or under a missing path."""
-        return [*self.roots, *self.missing]
+        """Where a source no longer found is gone: under a root, or at or under a missing path
+        (one holding :data:`REPLACED` excepted: see :func:`gone_path`)."""
+        return [*self.roots, *(p for p in self.missing if REPLACED not in str(p))]
 
     def report_counts(self) -> tuple[int, int, tuple[IndexFailure, ...]]:
         """``total_files``, ``indexed_files`` and ``failed_files`` of the run's report."""

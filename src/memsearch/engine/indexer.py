@@ -294,7 +294,8 @@ class Indexer:
                 {p for p in indexed if p not in active and under(p, scanned.gone_roots)} | set(gone)
             )
         elif scanned.missing:
-            gone = sorted(set(gone).union(*(store.sources_with_counts(str(p)) for p in scanned.missing)))
+            missing = [p for p in scanned.gone_roots if p in scanned.missing]
+            gone = sorted(set(gone).union(*(store.sources_with_counts(str(p)) for p in missing)))
         removed = []
         for source in gone:
             if unnamable(source):  # (rows another program stored) not addressable: left as they are
