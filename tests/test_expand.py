@@ -372,8 +372,16 @@ def test_missing_source(tmp_path: Path) -> None:
     with pytest.raises(SourceFileNotFoundError) as info:
         expand_chunk(row)
     assert str(info.value) == f"Source file not found: {tmp_path / 'gone.md'}"
-    assert info.value.hint == "the file was moved or deleted; run `memsearch index` to refresh the index"
+    assert info.value.hint == (
+        f"the file was moved or deleted: `memsearch index {tmp_path / 'gone.md'}` removes its chunks "
+        "from the index (then index where it went)"
+    )
     assert isinstance(info.value, FileNotFoundError)
+    # a folder moved away: the hint names the folder, so one command drops all it held
+    row["source"] = str(tmp_path / "notes" / "deep" / "gone.md")
+    with pytest.raises(SourceFileNotFoundError) as info:
+        expand_chunk(row)
+    assert f"`memsearch index {tmp_path / 'notes'}` removes its chunks" in info.value.hint
 
 
 def test_file_shrank_since_indexing(tmp_path: Path) -> None:
@@ -381,7 +389,7 @@ def test_file_shrank_since_indexing(tmp_path: Path) -> None:
     path.write_text("# Title\n", encoding="utf-8")
     with pytest.raises(StaleChunkError) as info:
         expand_chunk(_row(chunks["B"], path))
-    assert "run `memsearch index`" in info.value.hint
+    assert f"`memsearch index {path}` brings its chunks up to date" in info.value.hint
 
 
 def test_binary_source_is_a_clear_error(tmp_path: Path) -> None:

@@ -104,6 +104,14 @@ async def test_tools_listed_and_search_then_expand(isolated_env: Path) -> None:
         assert not error and "No memory matches" in text
         error, text = await call(client, "search", {"query": "checkout", "since": "someday"})
         assert error and "Error: not a day: 'someday'" in text and "YYYY-MM-DD" in text
+        # the calendar's ends are days like any other; past them, one clear error (not "Error
+        # executing tool search" from an overflow)
+        error, text = await call(
+            client, "search", {"query": "checkout", "since": "0001-01-01", "until": "9999-12-31"}
+        )
+        assert not error and "2026-11-30.md" in text, text
+        error, text = await call(client, "search", {"query": "checkout", "since": "9999y"})
+        assert error and "Error: '9999y' is out of range: days run from 0001-01-01" in text, text
 
         error, text = await call(client, "stats", {})
         assert not error and f"Collection: {derive_collection(project)}" in text

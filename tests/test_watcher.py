@@ -146,6 +146,37 @@ async def test_create_edit_delete_are_reflected_in_the_index(
     assert rec.errors == []
 
 
+@pytest.mark.parametrize("how", ["moved away", "deleted"])
+async def test_a_watched_folder_that_goes_takes_its_chunks_along(
+    ms: MemSearch, watching: tuple[FileWatcher, Recorder], notes: Path, tmp_path: Path, how: str
+) -> None:
+    """watchdog reports nothing when the watched folder itself is moved (and a deleted root was
+    ignored): its chunks stayed, and search listed files that were gone. Now the watcher looks."""
+    watcher, rec = watching
+    (notes / "sub").mkdir()
+    (notes / "sub" / "b.md").write_text("# Bees\n\nzebra crossing\n", encoding="utf-8")
+    settle(watcher)
+    assert sources(ms) == {"a.md": 1, "b.md": 1}
+    rec.take()
+    if how == "deleted":
+        shutil.rmtree(notes)
+    else:
+        notes.rename(tmp_path / "elsewhere")
+    deadline = time.monotonic() + SETTLE_S
+    while sources(ms):
+        assert time.monotonic() < deadline, "the watcher did not notice its folder was gone"
+        await asyncio.sleep(0.05)
+    settle(watcher)
+    if how != "deleted":  # (a deletion reports each file as it goes)
+        assert rec.events == [("deleted", f"Removed chunks for 2 files under {notes}", notes)]
+    assert rec.errors == []
+    if how != "deleted":  # an edit at the new place is not for this watch (it watched the old path)
+        (tmp_path / "elsewhere" / "a.md").write_text("# Apples\n\nbeta\n", encoding="utf-8")
+        await asyncio.sleep(3 * DEBOUNCE_MS / 1000)
+        settle(watcher)
+        assert sources(ms) == {} and rec.errors == []
+
+
 async def test_rename_removes_the_old_path_and_indexes_the_new(
     ms: MemSearch, watching: tuple[FileWatcher, Recorder], notes: Path
 ) -> None:

@@ -75,8 +75,12 @@ def _int(value: Any) -> int:
         return 0
 
 
-def _day(event: dict[str, Any]) -> dt.date:
-    return dt.datetime.fromtimestamp(float(event.get("ts", 0))).date()
+def _day(event: dict[str, Any]) -> dt.date | None:
+    """The local day of an event; None for a time no calendar day holds (a damaged log line)."""
+    try:
+        return dt.datetime.fromtimestamp(float(event.get("ts", 0))).date()
+    except (OverflowError, ValueError, OSError, TypeError):
+        return None
 
 
 def report(cfg: Any, collection: str, days: int, *, now: float | None = None) -> dict[str, Any]:
@@ -97,11 +101,14 @@ def report(cfg: Any, collection: str, days: int, *, now: float | None = None) ->
         row = by_session.get(str(event.get("session") or "") or recall_log.UNKNOWN)
         host = (row.host if row is not None and kind != "llm" else "") or str(event.get("host") or "")
         day = _day(event)
-        for counts in (day_counts.setdefault(day, Counts()), host_counts.setdefault(host or "?", Counts())):
+        counted = [host_counts.setdefault(host or "?", Counts())]
+        if day is not None and day in day_counts:  # a damaged or future time: its host's, no day's
+            counted.append(day_counts[day])
+            if row is not None and kind in _EVENT_COUNTERS and kind != "llm":
+                day_sessions.setdefault(day, set()).add(row.session)
+        for counts in counted:
             counts.add(event)
         totals.add(event)
-        if row is not None and kind in _EVENT_COUNTERS and kind != "llm":
-            day_sessions.setdefault(day, set()).add(row.session)
         if kind == "llm":
             _add_purpose(purposes, event)
     for day, sessions in day_sessions.items():

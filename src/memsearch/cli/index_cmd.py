@@ -21,7 +21,9 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     """Index markdown files from PATHS.
 
     Only changed files are re-embedded; an unchanged folder returns at once. Exits 1 when any file
-    could not be indexed (each is listed on stderr with the reason).
+    could not be indexed (each is listed on stderr with the reason). A path that no longer exists
+    (a folder moved or deleted) has what the index held under it removed; one under which it held
+    nothing is an error.
 
     \b
     Example:
@@ -51,6 +53,16 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     for warning in report.warnings:
         click.echo(f"Warning: {shown(warning)}", err=True)
     click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")
+    if report.missing_paths:
+        from memsearch.errors import SourceFileNotFoundError
+
+        raise SourceFileNotFoundError(
+            f"{', '.join(shown(p) for p in report.missing_paths)}: no such file or folder, and the "
+            "index holds nothing there",
+            hint="check the path (the other paths were indexed)"
+            if len(paths) > len(report.missing_paths)
+            else "check the path",
+        )
     if report.failed_files:
         for failure in report.failed_files:
             click.echo(f"Failed: {shown(failure.path)}: {shown(failure.error)}", err=True)

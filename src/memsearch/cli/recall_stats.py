@@ -34,7 +34,10 @@ def show_recall(cfg: Any, days: int, json_output: bool) -> None:
     head = ("session", "host", "started", "injected", "searches", "hits", "expands", "captures")
     table: list[tuple[str, ...]] = [head]
     for row in rows:
-        started = dt.datetime.fromtimestamp(row.started).strftime("%Y-%m-%d %H:%M")
+        try:
+            started = dt.datetime.fromtimestamp(row.started).strftime("%Y-%m-%d %H:%M")
+        except (OverflowError, ValueError, OSError):  # a time no calendar day holds (a damaged log)
+            started = "?"
         counts = (row.injected_tokens, row.searches, row.hits, row.expands, row.captures)
         table.append((row.session[:36], row.host or "?", started, *(str(n) for n in counts)))
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,10 +239,9 @@ def _read_source(source: str) -> tuple[list[str], str | None]:
     try:
         decoded = read_markdown(Path(source).expanduser())
     except FileNotFoundError:
-        raise SourceFileNotFoundError(
-            f"Source file not found: {source}",
-            hint="the file was moved or deleted; run `memsearch index` to refresh the index",
-        ) from None
+        from memsearch.engine.index_scan import gone_hint
+
+        raise SourceFileNotFoundError(f"Source file not found: {source}", hint=gone_hint(source)) from None
     except OSError as exc:
         raise SourceReadError(
             f"Cannot read {source}: {exc.strerror or exc}",
@@ -276,7 +276,8 @@ def expand_chunk(
     if start_line > n:
         raise StaleChunkError(
             f"Chunk lines {start_line}-{end_line} are past the end of {source} ({n} lines)",
-            hint="the file changed since it was indexed; run `memsearch index` to refresh the index",
+            hint=f"the file changed since it was indexed: `memsearch index {shlex.quote(source)}` "
+            "brings its chunks up to date",
         )
     own = (start_line - 1, min(end_line, n))
     headings = find_headings(lines)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,20 +215,19 @@ def blocks_for_chunk(
     """The blocks a stored chunk (a ``search``/``get_chunk`` row) names, checked against its file:
     the file must still hold that chunk where the index says (else StaleChunkError). ``redactor``
     is the one ``index`` uses (to chunk the file as it did), ``shown`` the one for previews."""
+    from memsearch.engine.index_scan import gone_hint
     from memsearch.errors import SourceFileNotFoundError, StaleChunkError
 
     path = Path(str(row["source"]))
     try:
         lines = read_lines(path)
     except FileNotFoundError:
-        raise SourceFileNotFoundError(
-            f"{path} is gone from disk", hint="run `memsearch index` on its folder to drop its chunks"
-        ) from None
+        raise SourceFileNotFoundError(f"{path} is gone from disk", hint=gone_hint(str(path))) from None
     start, end = int(row["start_line"]) - 1, int(row["end_line"])
     if not _still_there(lines, row, path, max_chunk_size, overlap_lines, redactor):
         raise StaleChunkError(
             f"{path} changed since chunk {row['chunk_hash']} was indexed",
-            hint="run `memsearch index` on its folder, then search again for what to forget",
+            hint=f"`memsearch index {shlex.quote(str(path))}`, then search again for what to forget",
         )
     if is_journal(path):
         hit = [e for e in entries(lines) if e.start < end and e.end > start]

@@ -170,8 +170,8 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
     import sys
 
     import anyio
-    import uvicorn
 
+    from memsearch.mcp import http_limits as limits
     from memsearch.mcp.tools import MemoryTools
 
     listening = _listen(port)  # before anything else: a taken port is one Error line, not a log
@@ -180,7 +180,7 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
     try:
         server = build_server(MemoryTools(scope, memory, budget), budget)
         app = require_token(server.streamable_http_app(host="127.0.0.1"), token)
-        config = uvicorn.Config(app, log_level="warning")
+        config = limits.config(app)  # connections and the time to send a request, bounded
         print(
             f"memsearch mcp: serving http://127.0.0.1:{port}/mcp "
             f"(send Authorization: Bearer <the token in {token_file()}>)",
@@ -191,7 +191,7 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
         # a quiet one, so the memory below is closed (the store handed on) and the exit code is 0.
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, lambda *_: None)
-        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listening]))
+        anyio.run(limits.serve, config, listening)
     finally:
         memory.close()
         listening.close()

@@ -28,7 +28,7 @@ from memsearch.store.driver_errors import (
     is_driver_error,
     quiet,
 )
-from memsearch.store.filters import content_holds, escape_filter_value, source_equals
+from memsearch.store.filters import content_holds, escape_filter_value, source_equals, source_prefix_filter
 from memsearch.store.fusion import LEGS, SEARCH_MODES, exact_holders_first, fuse, hit_to_result
 from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows, stored_value
 from memsearch.store.schema import chunk_schema
@@ -534,9 +534,10 @@ class MilvusStore:
                     result[source].add(row["chunk_hash"])
         return result
 
-    def sources_with_counts(self) -> dict[str, int]:
-        """Every indexed source file with its number of chunks."""
-        return dict(Counter(row["source"] for row in self._iter_rows('chunk_hash != ""', ["source"])))
+    def sources_with_counts(self, under: str = "") -> dict[str, int]:
+        """Every indexed source file (at or under the file or folder ``under``) with its chunks."""
+        expr = source_prefix_filter(under) if under else 'chunk_hash != ""'
+        return dict(Counter(row["source"] for row in self._iter_rows(expr, ["source"])))
 
     def indexed_sources(self) -> set[str]:
         """Every source file that has at least one chunk (on Milvus Lite from the search snapshot's
