@@ -16,7 +16,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
+from memsearch.config.schema import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_COLLECTION,
+    DEFAULT_MILVUS_URI,
+    DEFAULT_PROVIDER,
+)
 from memsearch.engine.interface import drive
 from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.errors import CollectionNotFoundError, UnknownProviderError
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.embeddings import EmbeddingProvider
     from memsearch.engine.expand import Expansion
+    from memsearch.engine.hybrid_search import Ranked
     from memsearch.engine.indexer import Indexer, IndexReport, Progress
     from memsearch.service.client import ServiceClient
     from memsearch.service.watching import OwnerWatch
@@ -73,6 +79,7 @@ class MemSearch:
         bm25_analyzer: str = "auto",
         follow_links: bool = True,
         model_lifecycle: ModelLifecycle | None = None,
+        search_candidates: int = DEFAULT_CANDIDATES,
     ) -> None:
         #: What the store's owner needs to build the same engine for this memory's requests.
         self._settings = {k: v for k, v in locals().items() if k not in _NOT_SETTINGS}
@@ -104,6 +111,8 @@ class MemSearch:
         self._exclude = tuple(exclude or ())
         self._follow_links = follow_links  # False: read no link (scanner.contained_problem)
         self._reranker_model = reranker_model
+        #: Hits each leg fetches before fusion, whatever ``top_k`` is (``search.candidates``).
+        self._candidates = _candidates(search_candidates)
         self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
         self._use_cache = embedding_cache
@@ -450,12 +459,22 @@ class MemSearch:
         time_phrases: bool = True,
         recency_half_life: float | None = None,
         today: str | dt.date | None = None,
+        min_relevance: float | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid search (dense + BM25, fused by weighted RRF); results sorted by descending score.
 
         The fusion leans towards BM25 for CJK queries and towards the dense leg otherwise
-        (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. With a reranker model,
-        ``3 x top_k`` hybrid candidates are rescored by it and the best ``top_k`` kept.
+        (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. Each leg fetches
+        ``search_candidates`` hits (``top_k`` when larger), all are fused (and reranked, recency
+        weighted) and only then is the list cut: the first N hits are the same at every ``top_k``
+        up to that depth. With a reranker model, the best 30 fused candidates (``top_k`` when
+        larger) are rescored by it.
+
+        Each hit carries ``relevance`` in [0, 1]: how likely it answers the query, from the hit's
+        own match with it (``memsearch.engine.relevance``), comparable across queries and stores,
+        where ``score`` is only a rank. ``min_relevance`` leaves out the hits below it (the cut to
+        ``top_k`` comes first, so they are not replaced by lower-ranked ones); the strong-match
+        floor is ``search.min_relevance``.
 
         Time (``memsearch.engine.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
         ``"2026-11-03"``, ``"7d"``, ``"yesterday"``, ``"昨天"``, ...) keep hits of those days only;
@@ -478,12 +497,13 @@ class MemSearch:
         """Every file the store holds chunks of (the candidates of a window of days)."""
         return self._search_store().indexed_sources()
 
-    async def _hybrid(self, query: str, *, top_k: int, filter_expr: str = "") -> list[dict[str, Any]]:
-        """The hybrid search of ``query`` among the chunks ``filter_expr`` selects (reranked when a
-        reranker model is set): ``memsearch.engine.hybrid_search``."""
+    async def _hybrid(self, query: str, *, wanted: int, filters: Sequence[str] = ("",)) -> Ranked:
+        """Every candidate of the hybrid search of ``query`` among the chunks ``filters`` select,
+        ranked (reranked when a reranker model is set), for a caller that keeps ``wanted``:
+        ``memsearch.engine.hybrid_search``."""
         from memsearch.engine.hybrid_search import hybrid
 
-        return await hybrid(self, query, top_k=top_k, filter_expr=filter_expr)
+        return await hybrid(self, query, wanted=wanted, filters=filters)
 
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
@@ -575,6 +595,18 @@ class MemSearch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _candidates(value: int) -> int:
+    from memsearch.engine.operations import MAX_TOP_K
+    from memsearch.errors import InvalidArgumentError
+
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
+        raise InvalidArgumentError(
+            f"search_candidates must be a whole number from 1 to {MAX_TOP_K} (got {value!r})",
+            hint="set search.candidates in that range (hits each leg fetches before fusion)",
+        )
+    return value
 
 
 #: Constructor arguments that are not the engine's settings (where, and this process's own choice).

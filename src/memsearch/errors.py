@@ -33,6 +33,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ForgetConflictError
             ForgetTargetError (ValueError) [exit 2]
             NothingToForgetError
+                WeakMatchError
         HookUsageError [exit 2]
         IndexingError
         InvalidArgumentError (ValueError) [exit 2]
@@ -284,6 +285,10 @@ class ForgetTargetError(ForgetError, ValueError):
 
 class NothingToForgetError(ForgetError):
     """``forget``: no memory matches the request."""
+
+
+class WeakMatchError(NothingToForgetError):
+    """``forget --query``: no hit matches the query strongly enough to be removed on its word."""
 
 
 class SecretsFoundError(MemSearchError):

@@ -34,7 +34,11 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     "(e.g. '<!-- session:abc turn:t1 -->').",
 )
 @click.option(
-    "--query", "-q", default=None, help="Forget what a search for this text finds (the same hybrid search)."
+    "--query",
+    "-q",
+    default=None,
+    help="Forget what a search for this text finds (the same hybrid search); only hits at or above "
+    "the strong-match floor (search.min_relevance) are proposed.",
 )
 @click.option(
     "--top-k",
@@ -42,7 +46,7 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     type=click.IntRange(min=1, max=MAX_TOP_K),
     default=1,
     show_default=True,
-    help="With --query: how many hits to forget (a hybrid search always ranks something: read the list).",
+    help="With --query: how many of the best hits to consider (weak ones are never proposed).",
 )
 @click.option(
     "--memory-dir",
@@ -73,6 +77,8 @@ def forget(
     --query; several selectors add up. What will go
     is listed (file, lines, heading, a preview with secrets replaced) and confirmed first. A journal
     entry goes whole; a hand-written note loses the chunk's lines. All of it is removed, or nothing.
+    --query proposes only hits that match strongly (their relevance is shown); when none does, it
+    refuses and removes nothing, --yes or not.
 
     \b
     Example:
@@ -162,11 +168,23 @@ def _select(
         dirs = [str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])]
         found += blocks_for_entries(dirs, match, preview_redactor)
     if query:
-        for row in memory.search(query, top_k=top_k):
+        import dataclasses
+
+        from memsearch.engine.forget import forget_floor, strong_hits
+
+        floor = forget_floor(cfg.search.min_relevance)
+        hits = memory.search(query, top_k=top_k)
+        strong = strong_hits(query, hits, floor)  # none: WeakMatchError, nothing is forgotten
+        if len(strong) < len(hits):
+            weak = len(hits) - len(strong)
+            click.echo(f"Left out {plural(weak, 'weak hit')} (relevance below {floor:.2f}).")
+        for row in strong:
             try:
-                found += of_row(row)
+                blocks = of_row(dict(row))
             except StaleChunkError as exc:  # one stale hit must not stop the others
                 click.echo(f"Warning: skipped a hit: {exc.one_line()}", err=True)
+                continue
+            found += [dataclasses.replace(b, relevance=float(row["relevance"])) for b in blocks]
     unique = {(b.path, b.start, b.end): b for b in found}
     return [unique[k] for k in sorted(unique)]
 
@@ -178,6 +196,8 @@ def _show(blocks: Sequence[Block]) -> None:
         if b.heading:
             where += f"  {shown(b.heading)}"
         ids = " ".join(f"{k}:{b.anchor[k]}" for k in ("session", "turn") if b.anchor.get(k))
+        if b.relevance is not None:
+            where += f"  (relevance {b.relevance:.2f})"
         click.echo(f"  {where}" + (f"  [{shown(ids)}]" if ids else ""))
         if b.preview:
             click.echo(f"    {shown(b.preview)}")

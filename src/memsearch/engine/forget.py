@@ -14,6 +14,9 @@ What a block covers:
 - in a hand-written note, the chunk's own lines, its heading line included when the chunk starts
   with it (the other chunks of a long section stay, under the heading above them).
 
+A query names memory only through hits that match it strongly (:func:`strong_hits`): a hybrid
+search always ranks something, and the best of nothing must never be deleted.
+
 Previews go through the configured redaction, so the confirmation never prints a secret.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +43,10 @@ __all__ = [
     "blocks_for_chunk",
     "blocks_for_entries",
     "entries",
+    "forget_floor",
     "read_lines",
     "session_headings",
+    "strong_hits",
 ]
 
 _LONE_CR = re.compile(r"\r(?!\n)")
@@ -60,6 +66,8 @@ class Block:
     heading: str = ""
     anchor: Mapping[str, str] = field(default_factory=dict)
     preview: str = ""
+    #: The relevance of the search hit that named this block (``forget --query``), else None.
+    relevance: float | None = None
 
     @property
     def span(self) -> str:
@@ -87,6 +95,35 @@ def encode(lines: Iterable[str]) -> bytes:
 
 def block_digest(lines: Sequence[str], start: int, end: int) -> str:
     return hashlib.sha256(encode(lines[start:end])).hexdigest()
+
+
+# --- hits of a query ---------------------------------------------------------------------------
+
+
+def forget_floor(configured: float) -> float:
+    """The least relevance a hit needs for ``forget --query`` to propose it: the configured
+    strong-match floor (``search.min_relevance``), never below the calibrated default (a floor
+    lowered to see more recall hits must not make forgetting guess)."""
+    from memsearch.config.schema import DEFAULT_MIN_RELEVANCE
+
+    return max(configured, DEFAULT_MIN_RELEVANCE)
+
+
+def strong_hits(query: str, hits: Sequence[Mapping[str, Any]], floor: float) -> list[Mapping[str, Any]]:
+    """The hits of ``query`` at or above ``floor``; WeakMatchError (naming the best relevance and
+    the floor) when there is none: nothing is forgotten on a guess."""
+    from memsearch.errors import WeakMatchError
+
+    strong = [hit for hit in hits if float(hit.get("relevance") or 0.0) >= floor]
+    if strong:
+        return strong
+    best = max((float(hit.get("relevance") or 0.0) for hit in hits), default=None)
+    found = f"its best hit has relevance {best:.2f}" if best is not None else "nothing is indexed"
+    raise WeakMatchError(
+        f"nothing matches the query strongly enough to forget ({found}; the floor is {floor:.2f}): "
+        "no memory was forgotten",
+        hint=f"check with `memsearch search {shlex.quote(query)}`, then forget the hit you mean by its hash",
+    )
 
 
 # --- journals ---------------------------------------------------------------------------------

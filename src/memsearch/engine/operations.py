@@ -121,6 +121,8 @@ def _search_outbound(args: dict[str, Any]) -> dict[str, Any]:
     if args["recency_half_life"]:
         wire["recency_half_life"] = args["recency_half_life"]
         wire["today"] = day.isoformat()
+    if args["min_relevance"]:
+        wire["min_relevance"] = args["min_relevance"]
     return wire
 
 
@@ -242,6 +244,12 @@ OPERATIONS: dict[str, Operation] = {
                     ),
                 ),
                 Param("today", _DAY, None, wire=(str, _NONE)),
+                Param(
+                    "min_relevance",
+                    (int, float, _NONE),
+                    None,
+                    _between(0, 1, "give a relevance from 0 to 1, or none for every hit"),
+                ),
             ),
             here="_search_here",
             embeds=True,
