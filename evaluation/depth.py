@@ -8,6 +8,10 @@ search (both legs and the fusion; the query vector is embedded once, outside the
 
     python -m evaluation.depth                          # every installed set
     python -m evaluation.depth --sets debian-faq --depths 10,50,100
+    python -m evaluation.depth --all-ranks-vote         # every rank of a leg votes (no cut at 10)
+
+``--all-ranks-vote`` is the experiment behind ``store.fusion.VOTING_RANKS``: it sets that constant
+above any depth for this process, so the fusion is plain weighted RRF over every candidate.
 """
 
 from __future__ import annotations
@@ -138,7 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.depth", description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--depths", default=",".join(map(str, DEPTHS)))
+    parser.add_argument("--all-ranks-vote", action="store_true", help="every candidate's rank votes")
     args = parser.parse_args(argv)
+    if args.all_ranks_vote:
+        from memsearch.store import fusion
+
+        fusion.VOTING_RANKS = REFERENCE + 1
     names = [n for n in args.sets.split(",") if n]
     depths = [int(d) for d in args.depths.split(",") if d]
     print(asyncio.run(measure(names, depths)))

@@ -240,8 +240,8 @@ def test_prompt_submit_auto_injects_the_best_hits(hk: HookEnv) -> None:
     ]
     assert context.startswith("[memsearch] Notes from past sessions")
     hits = [line for line in context.splitlines() if line.startswith("- [")]
-    assert len(hits) == 2
-    assert "weasyprint" in context and "chunk_hash " in context
+    assert 1 <= len(hits) <= 2  # the best two, those at or above the strong-match floor
+    assert "weasyprint" in hits[0] and "chunk_hash " in context
     assert f"--collection {collection}" in context
 
 

@@ -24,13 +24,13 @@ from memsearch.config.schema import (
 )
 from memsearch.engine.interface import drive
 from memsearch.engine.lifecycle import ModelLifecycle
+from memsearch.engine.operations import candidate_depth
 from memsearch.errors import CollectionNotFoundError, UnknownProviderError
 
 if TYPE_CHECKING:
     from memsearch.config import MemSearchConfig
     from memsearch.embeddings import EmbeddingProvider
     from memsearch.engine.expand import Expansion
-    from memsearch.engine.hybrid_search import Ranked
     from memsearch.engine.indexer import Indexer, IndexReport, Progress
     from memsearch.service.client import ServiceClient
     from memsearch.service.watching import OwnerWatch
@@ -111,8 +111,7 @@ class MemSearch:
         self._exclude = tuple(exclude or ())
         self._follow_links = follow_links  # False: read no link (scanner.contained_problem)
         self._reranker_model = reranker_model
-        #: Hits each leg fetches before fusion, whatever ``top_k`` is (``search.candidates``).
-        self._candidates = _candidates(search_candidates)
+        self._candidates = candidate_depth(search_candidates)  # hits per leg (search.candidates)
         self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
         self._use_cache = embedding_cache
@@ -465,25 +464,18 @@ class MemSearch:
 
         The fusion leans towards BM25 for CJK queries and towards the dense leg otherwise
         (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. Each leg fetches
-        ``search_candidates`` hits (``top_k`` when larger), all are fused (and reranked, recency
-        weighted) and only then is the list cut: the first N hits are the same at every ``top_k``
-        up to that depth. With a reranker model, the best 30 fused candidates (``top_k`` when
-        larger) are rescored by it.
-
-        Each hit carries ``relevance`` in [0, 1]: how likely it answers the query, from the hit's
-        own match with it (``memsearch.engine.relevance``), comparable across queries and stores,
-        where ``score`` is only a rank. ``min_relevance`` leaves out the hits below it (the cut to
-        ``top_k`` comes first, so they are not replaced by lower-ranked ones); the strong-match
-        floor is ``search.min_relevance``.
+        ``search_candidates`` hits (``top_k`` when more), all are fused, reranked (the best 30,
+        with a reranker model) and recency weighted, and only then cut: the first N hits are the
+        same at every ``top_k``. Each hit has ``relevance`` in [0, 1], how likely it answers the
+        query (``memsearch.engine.relevance``); ``min_relevance`` then leaves out weaker hits.
 
         Time (``memsearch.engine.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
-        ``"2026-11-03"``, ``"7d"``, ``"yesterday"``, ``"昨天"``, ...) keep hits of those days only;
-        without them a time phrase in the query ("last week", "上周") is taken out of the text and
-        gives the window (``time_phrases=False``: the query is searched as written). A phrase's
-        window that holds nothing gives the unfiltered hits. ``recency_half_life`` (days) weighs
-        each score by ``0.5 ** (age / half_life)``. With a window or a half-life, each hit has
-        ``date`` (and a journal entry's ``time``); with a window, ``window`` and ``in_window``.
-        ``today`` (default: the local date) is the day phrases are resolved against.
+        ``"2026-11-03"``, ``"7d"``, ``"昨天"``, ...) keep hits of those days; without them a time
+        phrase in the query ("last week", "上周") gives the window and is taken out of the text
+        (``time_phrases=False``: searched as written; a phrase's empty window: every day's hits).
+        ``recency_half_life`` (days) weighs each score by ``0.5 ** (age / half_life)``. Hits then
+        carry ``date`` (a journal entry's ``time``) and, with a window, ``window`` and
+        ``in_window``. ``today`` (default: the local date) is the day phrases resolve against.
         """
         hits: list[dict[str, Any]] = await self._perform("search", locals())
         return hits
@@ -492,18 +484,6 @@ class MemSearch:
         from memsearch.engine.time_search import timed_search
 
         return await timed_search(self, query, **options)
-
-    def _indexed_sources(self) -> set[str]:
-        """Every file the store holds chunks of (the candidates of a window of days)."""
-        return self._search_store().indexed_sources()
-
-    async def _hybrid(self, query: str, *, wanted: int, filters: Sequence[str] = ("",)) -> Ranked:
-        """Every candidate of the hybrid search of ``query`` among the chunks ``filters`` select,
-        ranked (reranked when a reranker model is set), for a caller that keeps ``wanted``:
-        ``memsearch.engine.hybrid_search``."""
-        from memsearch.engine.hybrid_search import hybrid
-
-        return await hybrid(self, query, wanted=wanted, filters=filters)
 
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
@@ -595,18 +575,6 @@ class MemSearch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _candidates(value: int) -> int:
-    from memsearch.engine.operations import MAX_TOP_K
-    from memsearch.errors import InvalidArgumentError
-
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
-        raise InvalidArgumentError(
-            f"search_candidates must be a whole number from 1 to {MAX_TOP_K} (got {value!r})",
-            hint="set search.candidates in that range (hits each leg fetches before fusion)",
-        )
-    return value
 
 
 #: Constructor arguments that are not the engine's settings (where, and this process's own choice).

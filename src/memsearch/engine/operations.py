@@ -53,6 +53,16 @@ def _between(low: float, high: float, hint: str = "") -> Callable[[str, Any], No
     return check
 
 
+def candidate_depth(value: int) -> int:
+    """``MemSearch``'s ``search_candidates`` (``search.candidates``), checked where it enters."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
+        raise InvalidArgumentError(
+            f"search_candidates must be a whole number from 1 to {MAX_TOP_K} (got {value!r})",
+            hint="set search.candidates in that range (hits each leg fetches before fusion)",
+        )
+    return value
+
+
 def _query_length(name: str, value: str) -> None:
     if len(value) > MAX_QUERY_CHARS:
         raise InvalidArgumentError(

@@ -29,12 +29,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.engine.hybrid_search import Ranked, hybrid
 from memsearch.engine.journal import DAY_FILE_RE, is_journal
 from memsearch.engine.timeframe import Window, local_today, parse_day, search_window
 
 if TYPE_CHECKING:
     from memsearch.core import MemSearch
-    from memsearch.engine.hybrid_search import Ranked
 
 __all__ = ["hit_day", "recency_weight", "sources_in_window", "timed_search"]
 
@@ -139,13 +139,13 @@ async def timed_search(
         base = source_prefix_filter(str(Path(source_prefix).expanduser().resolve()))
     half_life = recency_half_life or 0.0
     if window is None:
-        ranked = await ms._hybrid(text, wanted=top_k, filters=(base,))
+        ranked = await hybrid(ms, text, wanted=top_k, filters=(base,))
     else:
         ranked = await _in_window(ms, text, window, top_k, base)
         if not ranked.hits and window.phrase:
             # The query's phrase found nothing dated in its window: its words still deserve an
             # answer (hits are marked out of the window, the CLI says so).
-            ranked = await ms._hybrid(text, wanted=top_k, filters=(base,))
+            ranked = await hybrid(ms, text, wanted=top_k, filters=(base,))
     hits = ranked.hits
     if half_life:
         for hit in hits:
@@ -169,15 +169,11 @@ async def timed_search(
 
 async def _in_window(ms: MemSearch, text: str, window: Window, wanted: int, base: str) -> Ranked:
     """The hybrid search over the chunks of ``window``'s days (see the module docstring)."""
-    from memsearch.engine.hybrid_search import Ranked
-
-    indexed = ms._indexed_sources()
+    indexed = ms._search_store().indexed_sources()
     sources = sources_in_window(indexed, window)
     if not sources:
         return Ranked([])
     if len(sources) == len(indexed):
-        return await ms._hybrid(text, wanted=wanted, filters=(base,))  # every file: no filter
+        return await hybrid(ms, text, wanted=wanted, filters=(base,))  # every file: no filter
     parts = [sources[i : i + MAX_IN_FILTER] for i in range(0, len(sources), MAX_IN_FILTER)]
-    return await ms._hybrid(
-        text, wanted=wanted, filters=[_and(base, _sources_filter(part)) for part in parts]
-    )
+    return await hybrid(ms, text, wanted=wanted, filters=[_and(base, _sources_filter(p)) for p in parts])
