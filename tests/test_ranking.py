@@ -162,6 +162,15 @@ async def test_a_window_of_more_than_a_thousand_files_keeps_its_hits(isolated_en
         assert found[991] == found[1000] == found[1001] == found[1010]
         needle = f"{(TODAY - dt.timedelta(days=5)).isoformat()}.md"
         assert Path(ms.get_chunk(found[1010][0])["source"]).name == needle
+        # a file indexed since: the window's filters are evaluated again on the new rows
+        newer = memory / f"{(TODAY - dt.timedelta(days=3)).isoformat()}.md"
+        newer.write_text(
+            "### 09:00\n- The nightly export job nightly export job: moved back.\n", encoding="utf-8"
+        )
+        await ms.index()
+        since = TODAY - dt.timedelta(days=1009)
+        again = await ms.search("nightly export job", top_k=5, since=since, today=TODAY)
+        assert newer.name in {Path(h["source"]).name for h in again}
         # every indexed file in the window: no filter at all, the same hits as no window
         since = TODAY - dt.timedelta(days=5000)
         everything = await ms.search("nightly export job", top_k=5, since=since, today=TODAY)

@@ -26,7 +26,7 @@ NOTES = {
     "- We raised the pool to twenty and set a five second timeout.\n",
     "2026-12-01.md": "# 2026-12-01\n\n## Session 09:00\n\n### 09:00\n"
     "- 订单导出失败是因为导出任务超时，已经改为分批导出，每批五千行。\n",
-    "pdf.md": "# Invoices\n\nThe invoice PDF export uses WeasyPrint 61, pinned: 62 broke page breaks.\n",
+    "pdf.md": "# Invoices\n\nThe PDF renderer is WeasyPrint; we pinned version 61: 62 broke page breaks.\n",
     "deploy.md": "# Deploys\n\nProduction deploys run from the release branch every Tuesday after the "
     "smoke tests pass.\n",
     "团队.md": "# 值班\n\n每周一早会之后轮换值班，值班同学负责处理告警和回复工单。\n",

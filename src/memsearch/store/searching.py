@@ -80,10 +80,11 @@ class Searching:
         evaluation's baselines); its ``score`` is that leg's own measure: cosine similarity, or the
         BM25 score.
 
-        Each leg is asked for ``candidates`` hits (default :data:`DEFAULT_CANDIDATES`; ``top_k``
-        when larger), all of them are fused, and the first ``top_k`` returned: the ranking does not
-        depend on ``top_k`` (:meth:`ranked`). ``candidates=top_k`` is the original's search, whose
-        best hit changes with ``top_k``. ``leg_hits``: see :meth:`ranked`.
+        Each leg is asked for ``candidates`` hits (``top_k`` when larger), all of them are fused,
+        and the first ``top_k`` returned: with weights the default is
+        :data:`~memsearch.config.schema.DEFAULT_CANDIDATES`, so the ranking does not depend on
+        ``top_k`` (:meth:`ranked`); without, it is ``top_k``: the original's search, verbatim (its
+        best hit changes with ``top_k``). ``leg_hits``: see :meth:`ranked`.
         """
         if mode not in SEARCH_MODES:
             raise errors.ConfigValueError(
@@ -96,7 +97,9 @@ class Searching:
             if found is None:
                 found = self.search_leg(mode, query, top_k=top_k, filter_expr=filter_expr)
             return [hit_to_result(hit, LEGS[mode][2]) for hit in leg_order(found, mode)[:top_k]]
-        depth = max(top_k, DEFAULT_CANDIDATES if candidates is None else candidates)
+        if candidates is None:
+            candidates = DEFAULT_CANDIDATES if weights else top_k
+        depth = max(top_k, candidates)
         ranking = self.ranked(
             query_embedding,
             query_text=query_text,

@@ -104,6 +104,8 @@ class _Bm25:
 #: Filter masks kept per segment and snapshot (the oldest goes first): a window in parts of 1,000
 #: files is ten filters, asked by both legs.
 MASKS_KEPT = 64
+#: The shortest filter text kept compiled, with its masks (a window of a few dozen files and up).
+KEEP_FILTER_CHARS = 2000
 
 
 class _Segment:
@@ -125,6 +127,7 @@ class _Filter(NamedTuple):
     text: str
     compiled: Any
     plan: Any
+    kept: bool  # long enough to keep (with its masks) for the next search
 
 
 class _Snapshot:
@@ -249,8 +252,10 @@ class LiteSearcher:
         return self._dense(snap, query, field, limit, where, output_fields)
 
     def _filter(self, expr: str | None) -> _Filter | None:
-        """``expr`` compiled by the engine (its plan too), kept for the next calls with the same
-        text: a ``source in [...]`` of a thousand files takes the engine's parser ~10 ms."""
+        """``expr`` compiled by the engine (its plan too); a long one is kept for the next calls
+        with the same text (a ``source in [...]`` of a thousand files takes the engine's parser
+        ~10 ms). Short filters are cheap to compile again, and one-off ones (the relevance's
+        ``chunk_hash in [...]``) must not push the window's out."""
         if not expr:
             return None
         with self._lock:
@@ -258,11 +263,14 @@ class LiteSearcher:
         if found is None:
             coll = self._collection
             compiled = coll._compile_filter(expr)
-            found = _Filter(expr, compiled, coll._indexed_filter_plan(compiled))
-            with self._lock:
-                if len(self._filters) >= MASKS_KEPT:
-                    self._filters.pop(next(iter(self._filters)))
-                self._filters[expr] = found
+            found = _Filter(
+                expr, compiled, coll._indexed_filter_plan(compiled), len(expr) >= KEEP_FILTER_CHARS
+            )
+            if found.kept:
+                with self._lock:
+                    if len(self._filters) >= MASKS_KEPT:
+                        self._filters.pop(next(iter(self._filters)))
+                    self._filters[expr] = found
         return found
 
     @staticmethod
@@ -275,12 +283,13 @@ class LiteSearcher:
             return None
         from milvus_lite.search.indexed_filter import evaluate_segment_filter
 
-        mask = seg.masks.get(where.text)
+        mask = seg.masks.get(where.text) if where.kept else None
         if mask is None:
             mask = evaluate_segment_filter(seg.segment, where.compiled, where.plan)
-            if len(seg.masks) >= MASKS_KEPT:
-                seg.masks.pop(next(iter(seg.masks)), None)
-            seg.masks[where.text] = mask
+            if where.kept:
+                if len(seg.masks) >= MASKS_KEPT:
+                    seg.masks.pop(next(iter(seg.masks)), None)
+                seg.masks[where.text] = mask
         return mask
 
     # -- the dense leg (executor_indexed + brute_force + distance.cosine_distance) -------------
