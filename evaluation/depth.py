@@ -8,10 +8,11 @@ search (both legs and the fusion; the query vector is embedded once, outside the
 
     python -m evaluation.depth                          # every installed set
     python -m evaluation.depth --sets debian-faq --depths 10,50,100
-    python -m evaluation.depth --all-ranks-vote         # every rank of a leg votes (no cut at 10)
+    python -m evaluation.depth --voting-ranks 1001      # every rank of a leg votes (no cut at 10)
+    python -m evaluation.depth --voting-ranks 5         # the fusion the old default -k 5 made
 
-``--all-ranks-vote`` is the experiment behind ``store.fusion.VOTING_RANKS``: it sets that constant
-above any depth for this process, so the fusion is plain weighted RRF over every candidate.
+``--voting-ranks`` is the experiment behind ``store.fusion.VOTING_RANKS``: it sets that constant for
+this process (above any depth: plain weighted RRF over every candidate).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ async def measure(names: list[str], depths: list[int]) -> str:
     provider = get_provider("onnx")
     cached = CachedEmbedder(provider, EmbeddingCache(CACHE_DIR / "embeddings.sqlite"))
     lines = [
-        "| set | depth | top-1 as at 1,000 | top-10 as at 1,000 | R@5 | MRR | store search p50 ms |",
-        "|---|---|---|---|---|---|---|",
+        "| set | depth | top-1 as at 1,000 | top-10 as at 1,000 | R@1 | R@5 | MRR | store search p50 ms |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory(prefix="memsearch-depth-") as workdir:
         harness = Harness(cached, provider, Path(workdir))
@@ -84,11 +85,12 @@ async def measure(names: list[str], depths: list[int]) -> str:
                         same10 += keys == reference[q.qid]
                         scores.append(query_scores([_to_hit(h, root) for h in hits], q.gold))
                     n = len(dataset.queries)
+                    r1 = statistics.fmean(s["recall@1"] for s in scores)
                     r5 = statistics.fmean(s["recall@5"] for s in scores)
                     mrr = statistics.fmean(s["mrr"] for s in scores)
                     lines.append(
-                        f"| {name} | {depth} | {same1 / n:.3f} | {same10 / n:.3f} | {r5:.3f} | {mrr:.3f} "
-                        f"| {statistics.median(took):.1f} |"
+                        f"| {name} | {depth} | {same1 / n:.3f} | {same10 / n:.3f} | {r1:.3f} | {r5:.3f} "
+                        f"| {mrr:.3f} | {statistics.median(took):.1f} |"
                     )
                     print(lines[-1], file=sys.stderr, flush=True)
         finally:
@@ -128,11 +130,12 @@ async def _dated(dataset: object, depths: list[int], workdir: Path) -> list[str]
         if depth == REFERENCE:
             continue
         n = len(queries)
+        r1 = statistics.fmean(s["recall@1"] for s in scores)
         r5 = statistics.fmean(s["recall@5"] for s in scores)
         mrr = statistics.fmean(s["mrr"] for s in scores)
         lines.append(
-            f"| dated-journals | {depth} | {same1 / n:.3f} | {same10 / n:.3f} | {r5:.3f} | {mrr:.3f} "
-            f"| {statistics.median(took):.1f} (whole search) |"
+            f"| dated-journals | {depth} | {same1 / n:.3f} | {same10 / n:.3f} | {r1:.3f} | {r5:.3f} "
+            f"| {mrr:.3f} | {statistics.median(took):.1f} (whole search) |"
         )
         print(lines[-1], file=sys.stderr, flush=True)
     return lines
@@ -142,12 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.depth", description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--depths", default=",".join(map(str, DEPTHS)))
-    parser.add_argument("--all-ranks-vote", action="store_true", help="every candidate's rank votes")
+    parser.add_argument(
+        "--voting-ranks", type=int, default=0, help="ranks of each leg that vote (default: 10)"
+    )
     args = parser.parse_args(argv)
-    if args.all_ranks_vote:
+    if args.voting_ranks:
         from memsearch.store import fusion
 
-        fusion.VOTING_RANKS = REFERENCE + 1
+        fusion.VOTING_RANKS = args.voting_ranks
     names = [n for n in args.sets.split(",") if n]
     depths = [int(d) for d in args.depths.split(",") if d]
     print(asyncio.run(measure(names, depths)))
