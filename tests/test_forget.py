@@ -248,6 +248,35 @@ def test_forget_by_chunk_hash_entry_and_dry_run(world: World) -> None:
     assert usage.returncode == 2 and usage.stderr.startswith("Error: nothing named to forget")
 
 
+def test_a_last_section_is_forgotten_after_a_section_is_added_below_it_or_removed(world: World) -> None:
+    """A file's last chunk keeps its ID (the original's range, one line past its end) when a
+    section is added below it, so the index keeps its old end line; forget still finds it."""
+    (compost,) = [r for r in world.search("compost heap pitchfork", 3) if "pitchfork" in r["content"]]
+    assert (compost["start_line"], compost["end_line"]) == (7, 9)
+    world.note.write_text(NOTE + "\n## Pond\n\nThe pond pump is cleaned each spring.\n", encoding="utf-8")
+    world.index()
+    (same,) = [r for r in world.search("compost heap pitchfork", 3) if "pitchfork" in r["content"]]
+    assert (same["chunk_hash"], same["end_line"]) == (compost["chunk_hash"], 9)  # the row was kept
+    proc = world.run("forget", compost["chunk_hash"], "-y")
+    assert proc.returncode == 0, proc.stderr
+    assert "garden.md lines 7-10" in proc.stdout
+    assert (
+        world.note.read_text()
+        == NOTE.split("## Compost")[0] + "## Pond\n\nThe pond pump is cleaned each spring.\n"
+    )
+    assert not world.found("pitchfork") and world.found("pond pump")
+
+    # the other way: the section below a chunk goes by hand, and the chunk is last again
+    (irrigation,) = [r for r in world.search("drip line dawn", 3) if "drip line" in r["content"]]
+    world.note.write_text(NOTE.split("## Compost")[0].rstrip("\n") + "\n", encoding="utf-8")
+    world.index()
+    kept = [r for r in world.search("drip line dawn", 3) if "drip line" in r["content"]]
+    proc = world.run("forget", kept[0]["chunk_hash"], "-y")
+    assert proc.returncode == 0, proc.stderr
+    assert "Irrigation" not in world.note.read_text() and not world.found("drip line")
+    assert irrigation["start_line"] == kept[0]["start_line"]
+
+
 def test_forget_by_query_asks_first(world: World) -> None:
     declined = world.run("forget", "--query", "porcupine quills garden", "-k", "1", stdin="n\n")
     assert declined.returncode == 1 and "forget declined" in declined.stderr

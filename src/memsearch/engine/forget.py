@@ -270,12 +270,13 @@ def blocks_for_chunk(
         lines = read_lines(path)
     except FileNotFoundError:
         raise SourceFileNotFoundError(f"{path} is gone from disk", hint=gone_hint(str(path))) from None
-    start, end = int(row["start_line"]) - 1, int(row["end_line"])
-    if not _still_there(lines, row, path, max_chunk_size, overlap_lines, redactor):
+    now = _still_there(lines, row, path, max_chunk_size, overlap_lines, redactor)
+    if now is None:
         raise StaleChunkError(
             f"{path} changed since chunk {row['chunk_hash']} was indexed",
             hint=f"`memsearch index {shlex.quote(str(path))}`, then search again for what to forget",
         )
+    start, end = now.start_line - 1, now.end_line
     if is_journal(path):
         hit = [e for e in entries(lines) if e.start < end and e.end > start]
         if hit:
@@ -290,15 +291,25 @@ def _still_there(
     max_chunk_size: int,
     overlap_lines: int,
     redactor: Redactor,
-) -> bool:
-    """Whether chunking the file now (as ``index`` does) gives the stored chunk at the same lines."""
+) -> Chunk | None:
+    """The chunk that chunking the file now (as ``index`` does) gives for the stored one: the same
+    text from the same line, or None when the file changed there.
+
+    Its end may differ from the stored ``end_line`` by blank lines: a file's last chunk hashes one
+    line past its end into its ID (the original's range,
+    :attr:`memsearch.chunker.Chunk.id_end_line`), so when a section is added below it (or the one
+    below it removed) its ID can stay the same and the index keeps the old row with the old end.
+    What goes is the chunk as the file holds it now."""
     if _LONE_CR.search("".join(lines)):
-        return False  # old Mac line breaks: the chunker numbers lines differently from this module
+        return None  # old Mac line breaks: the chunker numbers lines differently from this module
     content = str(row.get("content") or "")
-    return any(
-        (c.start_line, c.end_line, c.content) == (row["start_line"], row["end_line"], content)
-        for c in chunk_text(encode(lines), str(path), max_chunk_size, overlap_lines, redactor)
-    )
+    start, end = int(row["start_line"]), int(row["end_line"])
+    for c in chunk_text(encode(lines), str(path), max_chunk_size, overlap_lines, redactor):
+        if c.start_line == start and c.content == content:
+            low, high = sorted((end, c.end_line))
+            if not any(line.strip() for line in lines[low:high]):  # only blank lines between
+                return c
+    return None
 
 
 def chunk_text(
