@@ -152,7 +152,9 @@ def test_session_start_without_memory_only_reports_status(hk: HookEnv) -> None:
     assert hk.memory_dir.is_dir() and not list(hk.memory_dir.iterdir())
 
 
-def test_session_start_is_fast_and_never_loads_the_store_or_model(hk: HookEnv) -> None:
+def test_session_start_never_loads_the_store_or_model(hk: HookEnv) -> None:
+    """What keeps a session start fast over eight years of journals: no store, no model, no
+    numpy is imported (its time is printed, not asserted: a busy machine's figure says nothing)."""
     hk.memory_dir.mkdir(parents=True)
     for i in range(3000):  # eight years of daily journals
         day = f"{2018 + i // 365:04d}-{(i // 28) % 12 + 1:02d}-{i % 28 + 1:02d}"
@@ -166,7 +168,6 @@ def test_session_start_is_fast_and_never_loads_the_store_or_model(hk: HookEnv) -
     assert "- Entry" in out["hookSpecificOutput"]["additionalContext"]
     median = sorted(timings)[1]
     print(f"session-start with 3000 journals: median {median * 1000:.0f} ms")
-    assert median < 1.0
     traced = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "memsearch", "hook", "claude-code", "session-start"],
         input=stdin,

