@@ -48,8 +48,11 @@ async def hybrid(ms: MemSearch, query: str, *, top_k: int, filter_expr: str = ""
     else:
         vectors = await _embed_query(embedder, query, ms._lifecycle.drops_after_use)
         store = ms._search_store()
-    # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place).
-    results: list[dict[str, Any]] = store.search(
+    # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place), on a
+    # worker thread: the memory service answers many clients from one event loop, and the store's
+    # work (NumPy, which lets go of the GIL) then runs for two of them at once on two cores.
+    results: list[dict[str, Any]] = await asyncio.to_thread(
+        store.search,
         vectors[0],
         query_text=query,
         top_k=fetch_k,

@@ -262,9 +262,9 @@ class MilvusStore:
         """Before the first tokenising call on Lite, prepare jieba in this process (see prepare_jieba)."""
         if self._analyzer_ready:
             return
-        self._analyzer_ready = True
         if self._location.is_local and self._analyzer == "jieba":
-            prepare_jieba()
+            prepare_jieba()  # (idempotent, under its own lock: searches on two threads wait for it)
+        self._analyzer_ready = True
 
     # -- properties ---------------------------------------------------------------------------
 
