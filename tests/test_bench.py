@@ -28,6 +28,13 @@ LINE = re.compile(
 )
 
 
+#: The console's row: name | first request | median of the next | target | verdict | N.
+CONSOLE_LINE = re.compile(
+    r"^\| console timeline page, 365 days, 20,000 entries \| [\d.]+ ms \| [\d.]+ ms \| < 300 ms "
+    r"\| (?:✔|✘) \| 1 \|$"
+)
+
+
 def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
     command = [
         sys.executable,
@@ -45,6 +52,9 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
         for line in proc.stdout.split("What forget's rewrite")[0].splitlines()
         if line.startswith("| ") and "figure" not in line
     ]
+    (console,) = [line for line in rows if line.startswith("| console timeline page")]
+    rows.remove(console)
+    assert CONSOLE_LINE.match(console), console  # ours alone: the original has no console
     expected = [
         row.name.format(chunks=40, small=20, scale=30) for row in [*ROWS, *SCALE_ROWS, *REDACTION_ROWS]
     ]
@@ -58,6 +68,13 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
     )
     assert share, proc.stdout[-2000:]  # the model's time came from ours' own report of the run
     assert 0 < float(share[1]) < float(share[2]) and 0 < int(share[3]) < 100
+    # the detector alone beside the full index and the capture it is part of (issue 37: < 5 % each)
+    detector = re.search(
+        r"Redaction alone \(memsearch\.detector, in-process\): [\d.]+ s for the corpus .*; "
+        r"([\d.]+)% of a full index .*; ([\d.]+)% of a capture",
+        proc.stdout,
+    )
+    assert detector, proc.stdout[-2000:]
 
 
 def _tool(tmp_path: Path, code: str) -> Tool:

@@ -61,3 +61,17 @@ def test_old_import_paths_still_work() -> None:
     assert StaleChunkError is errors.StaleChunkError
     assert LLMError is errors.LLMError
     assert TurnNotFoundError is errors.TurnNotFoundError
+
+
+def test_an_error_line_never_quotes_a_secret() -> None:
+    """An error may quote what it was given or read (a query, a day, a model's answer); its line is
+    printed, logged and handed to models, so private spans and secrets are taken out of it."""
+    from memsearch.errors import InvalidArgumentError
+
+    token = "ghp_" + "Zx9Ab1" * 6
+    exc = InvalidArgumentError(
+        f"not a day: {token!r}", hint="pass <private>the PIN 4455</private> YYYY-MM-DD"
+    )
+    line = exc.one_line()
+    assert token not in line and "4455" not in line
+    assert line.startswith("not a day: '[REDACTED:github-token]'") and "YYYY-MM-DD" in line

@@ -422,6 +422,38 @@ def test_stop_uses_the_configured_provider_first(hk: HookEnv, fake_llm: FakeLLMS
     assert "- Claude Code changed the code and ran the tests." in hk.journal()
 
 
+def test_the_summaries_model_calls_are_in_the_recall_log(hk: HookEnv, fake_llm: FakeLLMServer) -> None:
+    """Each summary's model call is logged with its tokens (never its text): the provider's, a
+    failed one, and the host CLI that took over; ``stats --recall`` sums them per purpose."""
+    from memsearch.agent.hooks.collection import derive_collection
+
+    hk.write_config(
+        '[plugins.claude-code.summarize]\nprovider = "team"\n\n'
+        '[llm.providers.team]\ntype = "openai-compatible"\nmodel = "notes-1"\n'
+        f'base_url = "{fake_llm.url}/v1"\n'
+    )
+    fake_llm.reply("- User asked for Decimal totals.\n- The provider wrote these notes.")
+    stdin = claude_stop_stdin(hk, claude_transcript(hk))
+    hook_json(hk.hook("claude-code", "stop", stdin))
+    fake_llm.fail(500)
+    (hk.memory_dir / f"{time.strftime('%Y-%m-%d')}.md").unlink()
+    hook_json(hk.hook("claude-code", "stop", stdin))
+    collection = derive_collection(hk.project)
+    log = (hk.home / ".memsearch" / "recall" / f"{collection}.jsonl").read_text(encoding="utf-8")
+    calls = [e for e in map(json.loads, log.splitlines()) if e["event"] == "llm"]
+    assert [(c["purpose"], c["backend"], c["ok"]) for c in calls] == [
+        ("summary", "provider:team", True),
+        ("summary", "provider:team", False),
+        ("summary", "native:claude-code", True),
+    ]
+    assert all(c["prompt_tokens"] > 50 and c["host"] == "claude-code" for c in calls)
+    assert calls[0]["answer_tokens"] > 5 and calls[1]["answer_tokens"] == 0
+    assert "Decimal" not in log  # tokens, never the text
+    stats = hk.memsearch("stats", "--recall", "-j", "--collection", collection)
+    (summary,) = json.loads(stats.stdout)["llm"]
+    assert (summary["purpose"], summary["calls"], summary["failed"]) == ("summary", 3, 1)
+
+
 def test_stop_does_nothing_when_there_is_nothing_to_record(hk: HookEnv) -> None:
     transcript = claude_transcript(hk)
     active = json.dumps(

@@ -43,6 +43,7 @@ from real_hosts import (
     kill_world,
     leftovers,
     parrot_summaries,
+    plant_journal,
     seed_journals,
     wait_for,
 )
@@ -311,6 +312,7 @@ def test_secrets_never_reach_memory(world: World, api: FakeModelAPI) -> None:
     """The secrets corpus in the prompt, in a file the model reads (tool output) and in the answer
     of a real ``claude -p`` turn: captured, summarised by the nested ``claude -p``, and not one
     value on disk under ``.memsearch`` or in the summariser's request."""
+    planted = plant_journal(world)
     install_plugin(world)
     notes = world.project / "deploy-notes.txt"
     notes.write_text(corpus.TOOL_OUTPUT)
@@ -333,7 +335,7 @@ def test_secrets_never_reach_memory(world: World, api: FakeModelAPI) -> None:
         "".join(m.tool_result or "" for m in result.messages)
     )
     assert any("for the release job" in c.everything for c in calls if is_summary(c))  # the answer, redacted
-    check_secrets_kept(world, calls, is_summary)
+    check_secrets_kept(world, calls, is_summary, planted)
 
 
 def loose(text: str) -> str:

@@ -34,6 +34,7 @@ from real_hosts import (
     leftovers,
     make_world,
     parrot_summaries,
+    plant_journal,
     seed_journals,
     wait_for,
 )
@@ -228,6 +229,7 @@ def test_secrets_never_reach_memory(world: World, model_api: FakeModelAPI) -> No
     """The secrets corpus in the prompt, in a shell command's output and in the answer of a real
     ``codex exec`` turn: captured, summarised by the nested ``codex exec``, and not one value on
     disk under ``.memsearch`` or in the summariser's request."""
+    planted = plant_journal(world)
     install(world)
     (world.project / "deploy.env").write_text(corpus.TOOL_OUTPUT)
 
@@ -249,7 +251,7 @@ def test_secrets_never_reach_memory(world: World, model_api: FakeModelAPI) -> No
     assert corpus.kinds_in(corpus.TOOL_OUTPUT) <= corpus.kinds_in(result.messages[-1].tool_result or "")
     (summary,) = [c for c in calls if is_summary(c)]
     assert "for the release job" in summary.user_text  # the answer reached the summariser, redacted
-    check_secrets_kept(world, calls, is_summary)
+    check_secrets_kept(world, calls, is_summary, planted)
 
 
 # --- interactive --------------------------------------------------------------------------------

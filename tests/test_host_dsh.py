@@ -36,7 +36,15 @@ import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
 from fixtures.privacy import corpus
-from real_hosts import World, check_secrets_kept, kill_world, leftovers, make_world, parrot_summaries
+from real_hosts import (
+    World,
+    check_secrets_kept,
+    kill_world,
+    leftovers,
+    make_world,
+    parrot_summaries,
+    plant_journal,
+)
 
 pytestmark = pytest.mark.host
 
@@ -164,6 +172,7 @@ def test_secrets_never_reach_memory(world: World, api: FakeModelAPI) -> None:
     """The secrets corpus in the task, in a ``bash`` tool's output and in the answer of a real
     headless DSH session: captured, summarised by the nested DSH, and not one value on disk under
     ``.memsearch`` or in the summariser's request."""
+    planted = plant_journal(world)
     world.run(["bash", "-euc", doc_block("plugin")], check=True, timeout=120)
     (world.project / "deploy-notes.txt").write_text(corpus.TOOL_OUTPUT)
     parrot_summaries(api, is_summary, f"- User asked which queue the invoice exporter uses.\n- {BULLET}")
@@ -183,7 +192,7 @@ def test_secrets_never_reach_memory(world: World, api: FakeModelAPI) -> None:
     results = "".join(m.tool_result or "" for c in agent_calls(api, corpus.PROMPT) for m in c.messages)
     assert corpus.kinds_in(corpus.TOOL_OUTPUT) <= corpus.kinds_in(results)
     assert any("for the release job" in c.everything for c in calls if is_summary(c))  # the answer, redacted
-    check_secrets_kept(world, calls, is_summary)
+    check_secrets_kept(world, calls, is_summary, planted)
 
 
 def test_home_patch_mounts_the_plugin_without_pnpm(world: World, api: FakeModelAPI) -> None:

@@ -45,6 +45,7 @@ from real_hosts import (
     leftovers,
     make_world,
     parrot_summaries,
+    plant_journal,
     wait_for,
 )
 
@@ -298,6 +299,7 @@ def test_secrets_never_reach_memory(world: World, model_api: FakeModelAPI) -> No
     """The secrets corpus in the prompt and in the answer of a real ``openclaw agent --local`` turn:
     captured (agent_end), summarised by the nested summariser, and not one value on disk under
     ``.memsearch`` or in the summariser's request."""
+    planted = plant_journal(world)
     install(world)
     parrot_summaries(model_api, is_summary, f"- User asked how webhook retries work.\n- {BULLET}")
     model_api.on(lambda c: corpus.PROMPT in c.everything and not is_summary(c), Answer(text=corpus.REPLY))
@@ -306,7 +308,7 @@ def test_secrets_never_reach_memory(world: World, model_api: FakeModelAPI) -> No
     check_no_leftovers(world)  # the worker is done writing and indexing
     calls = model_api.snapshot()
     assert any("for the release job" in c.everything for c in calls if is_summary(c))  # the answer, redacted
-    check_secrets_kept(world, calls, is_summary)
+    check_secrets_kept(world, calls, is_summary, planted)
 
 
 # --- interactive: openclaw tui against a gateway -----------------------------------------------------

@@ -21,7 +21,15 @@ import pytest
 
 from fake_model_api import Answer, FakeModelAPI, ModelCall, running_model_api
 from fixtures.privacy import corpus
-from real_hosts import Terminal, World, check_secrets_kept, kill_world, leftovers, parrot_summaries
+from real_hosts import (
+    Terminal,
+    World,
+    check_secrets_kept,
+    kill_world,
+    leftovers,
+    parrot_summaries,
+    plant_journal,
+)
 from real_hosts import opencode_world as fake_model_world
 
 pytestmark = pytest.mark.host
@@ -192,6 +200,7 @@ def test_secrets_never_reach_memory(tmp_path: Path, api: FakeModelAPI) -> None:
     of a real ``opencode run``: captured, summarised by the nested ``opencode run``, and not one
     value on disk under ``.memsearch`` or in the summariser's request."""
     world = opencode_world(tmp_path, api, "plugin-file", "skills")
+    planted = plant_journal(world)
     try:
         notes = world.project / "deploy-notes.txt"
         notes.write_text(corpus.TOOL_OUTPUT)
@@ -213,7 +222,7 @@ def test_secrets_never_reach_memory(tmp_path: Path, api: FakeModelAPI) -> None:
         assert any(
             "for the release job" in c.user_text for c in calls if is_summary(c)
         )  # the answer, redacted
-        check_secrets_kept(world, calls, is_summary)
+        check_secrets_kept(world, calls, is_summary, planted)
     finally:
         kill_world(world)
 

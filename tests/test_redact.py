@@ -91,7 +91,7 @@ def test_false_positives_on_docs_and_corpora_stay_under_one_per_10k_lines(tmp_pa
     r = Redactor()
     lines, hits = 0, []
     for path in paths:
-        if not path.is_file() or "privacy" in path.parts:  # the secrets corpus is meant to hit
+        if not path.is_file() or "privacy" in path.parts or path.name == "secrets.py":  # secrets corpora
             continue
         try:
             text = path.read_text(encoding="utf-8")
@@ -153,3 +153,103 @@ def test_scan_lists_secrets_and_redact_rewrites_only_journals(tmp_path: Path) ->
     note.unlink()
     clean = run("scan", str(memory))
     assert clean.exit_code == 0 and clean.stdout == "No secrets found in 1 file.\n"
+
+
+# --- the shapes issue 37 listed: each one leaked (or was wrongly flagged) before ----------------
+
+#: An AWS access key id and its secret access key, made up, in the shape real ones have.
+_AKIA = "AKIA" + "Q7TZ3N5XW2HBYD4M"
+_AWS_SECRET = "k9Vq2+Tz8RmWx4/Lb7NcYe1HsJa6PdFu3Gi0Ko5E"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("DB_PASSWORD=hunter2$ecure", "hunter2$ecure", "DB_PASSWORD="),
+        ("API_TOKEN=A1b(cd)ef{gh}[ij]<kl>/mn", "A1b(cd)ef{gh}[ij]<kl>/mn", "API_TOKEN="),
+        ("postgres://app:S3cr/t+pw@db.internal:5432/app", "S3cr/t+pw", "@db.internal:5432/app"),
+        ("redis://default:p@ss@w0rd@cache.internal:6379/0", "p@ss@w0rd", "@cache.internal:6379/0"),
+        ('DB_PASSWORD="correct horse battery staple"', "correct horse battery staple", 'DB_PASSWORD="'),
+        ("smtp_password: 'open sesame 42'", "open sesame 42", "smtp_password: '"),
+        ("DB_PASSWORD=abc123#tail9Xy", "tail9Xy", "DB_PASSWORD="),
+        (f"Keys for the deploy user: {_AKIA} / {_AWS_SECRET} (rotate monthly)", _AWS_SECRET, "rotate"),
+        (f"secret {_AWS_SECRET} goes with id {_AKIA}", _AWS_SECRET, "goes with id"),
+        ("xapp-1-A0123456789-1234567890123-" + "0f" * 32, "0f" * 32, ""),
+        ("Protocol=https;AccountName=acct;accountkey=" + "Zm9v" * 22 + "==;", "Zm9v" * 22, "AccountName"),
+        ("DB_PASSWORD_ÄLT=Xq7mPz2LwR9t", "Xq7mPz2LwR9t", "DB_PASSWORD_ÄLT="),
+        ("数据库密码=Xq7mPz2LwR9t", "Xq7mPz2LwR9t", "数据库密码="),
+        ("ПАРОЛЬ=Xq7mPz2LwR9t", "Xq7mPz2LwR9t", "ПАРОЛЬ="),
+    ],
+)
+def test_secret_shapes_that_leaked_are_redacted_whole(text: str, secret: str, kept: str) -> None:
+    out = Redactor().redact(text).text
+    assert "[REDACTED:" in out, out
+    for piece in {secret, *secret.split()}:  # no part of the value survives
+        if len(piece) >= 4:
+            assert piece not in out, out
+    assert kept in out
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        ("a <private>x <private>y</private> tail of the outer</private> b", "a  b"),
+        ("a <private >x</private> b", "a  b"),
+        ('a <private reason="family">x</private> b', "a  b"),
+        ("a <Private\n reason='x'>hidden\nlines</PRIVATE > b", "a \n\n b"),
+        ("a </private> b <private>c", "a </private> b "),  # a stray closing tag hides nothing
+        ("<private_key> and <private-note> are tags", "<private_key> and <private-note> are tags"),
+    ],
+)
+def test_private_spans_nested_spaced_and_with_attributes(text: str, left: str) -> None:
+    assert Redactor().redact(text).text == left
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PWD=/home/alice/projects/billing",
+        "OLDPWD=/home/alice",
+        "token_endpoint: https://oauth2.example.com/token",
+        "TOKEN_URL=https://auth.example.com/oauth/token",
+        "SECRET_NAME=prod/db-credentials",
+        "AWS_SECRET_NAME=billing-prod",
+        "GOOGLE_APPLICATION_CREDENTIALS=/home/alice/.config/gcloud/key.json",
+        "PRIVATE_KEY_PATH=~/.ssh/id_ed25519",
+        "password = self.password",
+        "token = get_token(session)",
+        "api_key=api_key,",
+        "secret = config['secret']",
+        "redis://localhost:6379/@vite/client",
+        "http://localhost:3000/@vite/client",
+    ],
+)
+def test_not_secrets_env_dumps_url_fields_and_names(text: str) -> None:
+    assert Redactor().findings(text) == [], text
+
+
+def test_an_env_dump_is_left_alone(tmp_path: Path) -> None:
+    """A shell's ``env`` output, as an agent's tool printed it: only the token is a secret."""
+    dump = (
+        "SHELL=/bin/bash\nPWD=/home/alice/work/billing\nLOGNAME=alice\nHOME=/home/alice\n"
+        "LANG=en_US.UTF-8\nLS_COLORS=rs=0:di=01;34:ln=01;36:mh=00:pi=40;33\nOLDPWD=/home/alice\n"
+        "SSH_AUTH_SOCK=/run/user/1000/keyring/ssh\nXDG_RUNTIME_DIR=/run/user/1000\n"
+        "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus\nPATH=/usr/local/bin:/usr/bin:/bin\n"
+        "GPG_AGENT_INFO=/run/user/1000/gnupg/S.gpg-agent:0:1\nKUBECONFIG=/home/alice/.kube/config\n"
+        "AWS_PROFILE=prod\nAWS_SECRET_NAME=billing/prod\nVAULT_ADDR=https://vault.internal:8200\n"
+        "GITHUB_TOKEN=ghp_" + "Zx9" * 12 + "\n"
+    )
+    found = Redactor().findings(dump)
+    assert [f.kind for f in found] == ["github-token"]
+
+
+def test_a_fragment_hides_what_a_block_begun_above_it_holds() -> None:
+    """A stored chunk cut from a file nobody redacted: the ``</private>`` (or the END line of a key
+    block) whose opening is in an earlier chunk still hides what it closes. In a whole file a stray
+    closing tag hides nothing."""
+    chunk = "## Rotation\n\nPIN 4455 rotates.\n</private>\n\nPublic text."
+    assert Redactor().redact(chunk, fragment=True).text == "\n\n\n\n\nPublic text."
+    assert Redactor().redact(chunk).text == chunk
+    body = "\n".join("Mk" + "a1B2c3D4" * 8 for _ in range(3))
+    cut = f"{body}\n-----END RSA PRIVATE KEY-----\nafter"
+    assert Redactor().redact(cut).text == "[REDACTED:private-key]\n\n\n\nafter"  # lines kept

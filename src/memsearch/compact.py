@@ -230,13 +230,18 @@ async def compact_chunks(
     template = check_template(prompt_template if prompt_template is not None else load_prompt("compact"))
     if not chunks:
         return ""
-    from memsearch import redact
-
     selection = select_chunks(chunks, token_budget)
-    # chunks indexed before redaction existed may still hold secrets
-    prompt = redact.current().text(render_prompt(template, selection.joined()), "compact")
     settings = LLMSettings(llm_provider, model, base_url, api_key)
-    return await settings.complete(prompt)
+    return await settings.complete(_prompt(template, selection))
+
+
+def _prompt(template: str, selection: ChunkSelection) -> str:
+    """The prompt for ``selection``, through the exits' redaction: the chunks come from the store,
+    which may hold what memsearch did not redact (an index built before redaction, or by the original)."""
+    from memsearch import exits
+
+    pieces = [exits.out(text, "compact", fragment=True) for text in selection.texts]  # stored chunks
+    return exits.out(render_prompt(template, CHUNK_SEPARATOR.join(pieces)), "compact")
 
 
 # --- writing the daily file -----------------------------------------------------------------
@@ -346,7 +351,7 @@ async def compact_memory(
     result = CompactResult("", None, wanted, selection.total, selection.used, token_budget)
     if not selection.texts:
         return result
-    summary = (await settings.complete(render_prompt(template, selection.joined()))).strip()
+    summary = (await settings.complete(_prompt(template, selection))).strip()
     if not summary:
         return replace(result, empty_answer=True)
     when = day or dt.date.today()

@@ -414,8 +414,7 @@ class MemSearch:
     def query_chunks(self, source: str | None = None) -> list[dict[str, Any]]:
         """The stored rows of every chunk, or of those from the file or folder ``source`` (what
         ``compact`` summarises). Opens the store for writing, as indexing the summary will."""
-        rows: list[dict[str, Any]] = self._now("query_chunks", locals())
-        return rows
+        return list(self._now("query_chunks", locals()))
 
     def _query_chunks_here(self, source: str | None) -> list[dict[str, Any]]:
         from memsearch.store import source_prefix_filter
@@ -424,8 +423,7 @@ class MemSearch:
 
     def remove_file(self, path: str | Path) -> dict[str, int]:
         """Delete one file's chunks (it may be gone: ``forget``), drop it from the manifest; per source."""
-        removed: dict[str, int] = self._now("remove_file", locals())
-        return removed
+        return dict(self._now("remove_file", locals()))
 
     def _remove_file_here(self, path: str | Path) -> dict[str, int]:
         return self._indexer(self._paths).remove(path)
@@ -474,12 +472,13 @@ class MemSearch:
         return hits
 
     async def _search_here(self, query: str, **options: Any) -> list[dict[str, Any]]:
+        from memsearch import exits
         from memsearch.engine.time_search import timed_search
 
-        return await timed_search(self, query, **options)
+        # the store may hold unredacted text (an index the original built): hits leave redacted
+        return [exits.fields(hit, "search") for hit in await timed_search(self, query, **options)]
 
-    def _indexed_sources(self) -> set[str]:
-        """Every file the store holds chunks of (the candidates of a window of days)."""
+    def _indexed_sources(self) -> set[str]:  # every file the store holds (a window's candidates)
         return self._search_store().indexed_sources()
 
     async def _hybrid(self, query: str, *, top_k: int, filter_expr: str = "") -> list[dict[str, Any]]:

@@ -18,12 +18,14 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             SecretNeededError
         BinaryFileError
         ChunkNotFoundError
+        CommandInterruptedError [exit 130]
         ConfigError
             CodexAppError
             ConfigEnvVarError (KeyError)
             ConfigKeyError (KeyError)
             ConfigValueError (ValueError)
         ConfirmationNeededError
+        ConsoleError
         EmptyQueryError (ValueError) [exit 2]
         EmbeddingError
             EmbeddingAPIError
@@ -53,6 +55,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
         MemoryFolderNotFoundError (FileNotFoundError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
+        PathNotFoundError (FileNotFoundError) [exit 2]
         PrivatePathError
         RerankerError
             MissingRerankerKeyError (ValueError)
@@ -118,9 +121,14 @@ class MemSearchError(Exception):
         return self.message
 
     def one_line(self) -> str:
-        """The message and hint as a single line (newlines folded), as the CLI prints it."""
+        """The message and hint as a single line (newlines folded), as the CLI prints it. An error
+        may quote what it was given or read (a query, a line of a file, a model's answer), and
+        its line is shown, logged and handed to models: private spans and secrets are taken out
+        (the built-in rules: an error may be about the configuration itself)."""
+        from memsearch.detector import Detector
+
         text = self.message if not self.hint else f"{self.message.rstrip('.')}. Hint: {self.hint}"
-        return " ".join(text.split())
+        return " ".join(Detector().redact(text).text.split())
 
 
 # --- configuration --------------------------------------------------------------------------
@@ -245,8 +253,19 @@ class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
     """``expand``: the chunk's markdown file is gone from disk."""
 
 
+class CommandInterruptedError(MemSearchError):
+    """The command was stopped part way (Ctrl-C); the message says what was kept. Exit 130, the
+    shell's code for a command ended by SIGINT."""
+
+    exit_code = 130
+
+
 class ConfirmationNeededError(MemSearchError):
     """A command that asks before it destroys data got no yes (declined, or no input to ask on)."""
+
+
+class ConsoleError(MemSearchError):
+    """``memsearch ui`` cannot serve (its port is taken, no project memory to show)."""
 
 
 class EmptyQueryError(MemSearchError, ValueError):
@@ -444,6 +463,13 @@ class MemoryCommandRefusedError(MaintenanceError, ValueError):
 class IndexingError(MemSearchError):
     """Files could not be indexed: ``index_file``'s file (the message names it and the reason), or
     some files of an ``index`` run that finished with the others (its report lists them)."""
+
+
+class PathNotFoundError(MemSearchError, FileNotFoundError):
+    """``index`` was given a path that does not exist (a typo such as ``./memroy``): refused before
+    anything is indexed, by the library and so the CLI alike (exit 2, as a usage error)."""
+
+    exit_code = 2
 
 
 class WatcherError(MemSearchError):

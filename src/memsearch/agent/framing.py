@@ -31,6 +31,9 @@ def neutralise(text: str) -> str:
 
 
 def frame(text: str, source: str) -> str:
-    """``text`` inside one data frame labelled ``source`` (a file name or a kind of text)."""
+    """``text`` inside one data frame labelled ``source`` (a file name or a kind of text), through
+    the exits' redaction (:mod:`memsearch.exits`) whatever door it came by."""
+    from memsearch import exits
+
     label = _SOURCE_BAD.sub("_", source)
-    return f'<{TAG} source="{label}">\n{neutralise(text.strip())}\n</{TAG}>'
+    return f'<{TAG} source="{label}">\n{neutralise(exits.out(text.strip(), "model"))}\n</{TAG}>'

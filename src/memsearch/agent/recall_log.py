@@ -4,15 +4,16 @@ Why: recall that silently never fires is the common failure of agent memory (a h
 read, no search in hundreds of sessions), and nobody notices without numbers. So each project's
 collection has a small append-only log of JSON lines: the tokens memsearch injected (session start,
 each prompt), the searches the model made (CLI ``search`` from a recall skill, the MCP ``search``
-tool) with their hit counts, the hits it expanded (``expand``, ``transcript``), and the journal
-entries captured. ``memsearch stats --recall`` sums it per session and flags the sessions where
-memory was never consulted.
+tool) with their hit counts, the hits it expanded (``expand``, ``transcript``), the journal
+entries captured, and the model calls memsearch made itself (``llm``: turn summaries, maintenance
+tasks, with their tokens; never their text). ``memsearch stats --recall`` sums it per session and
+flags the sessions where memory was never consulted (:mod:`memsearch.agent.recall_report`).
 
 Privacy: the log never leaves the machine. It lives in ``~/.memsearch/recall/<collection>.jsonl``
 (a private 0700 folder, the file 0600, opened without following links, appended under a lock so
 concurrent processes lose no line), rotated to ``.1`` once it passes :data:`MAX_BYTES` (at most
-two files). A query is stored only after :mod:`memsearch.redact` took secrets and ``<private>``
-spans out, and cut to :data:`QUERY_CHARS`. ``[telemetry] recall = false`` or
+two files). A query is stored only after the exits' redaction (:mod:`memsearch.exits`, always on)
+took secrets and ``<private>`` spans out, and cut to :data:`QUERY_CHARS`. ``[telemetry] recall = false`` or
 ``MEMSEARCH_RECALL_LOG=0`` switches it off (nothing is written). Writing never raises: a full disk
 must not stop a hook or a search.
 
@@ -45,6 +46,7 @@ __all__ = [
     "export_session",
     "read_events",
     "record",
+    "record_llm",
     "summarise",
 ]
 
@@ -128,11 +130,46 @@ def record(
             **fields,
         }
         if query is not None:
-            from memsearch import redact
+            from memsearch import exits
 
-            line["query"] = redact.current(cfg, env).redact(query).text[:QUERY_CHARS]
+            line["query"] = exits.out(query, "recall-log", cfg)[:QUERY_CHARS]
         _append(log_path(collection), json.dumps(line, ensure_ascii=False) + "\n")
     except Exception:  # telemetry must never stop a hook or a search
+        return
+
+
+def record_llm(
+    cfg: Any,
+    collection: str,
+    purpose: str,
+    backend: str,
+    prompt: str,
+    answer: str | None,
+    seconds: float,
+    **fields: Any,
+) -> None:
+    """Log one model call memsearch made itself (``purpose``: ``summary``, ``maintenance:<task>``;
+    ``backend``: the provider or host CLI) with its prompt's and answer's tokens, counted with the
+    token budget's tokenizer (the host's own is unknown here). ``answer`` None: the call failed.
+    Nothing of the texts is kept. Never raises."""
+    try:
+        if not enabled(cfg, fields.get("env")):
+            return
+        from memsearch.agent.context_budget import count_tokens
+
+        record(
+            cfg,
+            collection,
+            "llm",
+            purpose=purpose,
+            backend=backend,
+            prompt_tokens=count_tokens(prompt),
+            answer_tokens=count_tokens(answer or ""),
+            seconds=round(seconds, 3),
+            ok=answer is not None,
+            **fields,
+        )
+    except Exception:  # telemetry must never stop a summary or a maintenance run
         return
 
 
@@ -203,17 +240,18 @@ _COUNTERS = {"search": "searches", "expand": "expands", "capture": "captures", "
 
 
 def summarise(events: list[dict[str, Any]]) -> list[SessionRecall]:
-    """Per session (in order of first event), what was injected, searched, expanded and captured."""
+    """Per session (in order of first event), what was injected, searched, expanded and captured.
+    Other events (an ``llm`` call of a summary or of maintenance) are no session's recall."""
     sessions: dict[str, SessionRecall] = {}
     for event in events:
+        counter = _COUNTERS.get(str(event.get("event")))
+        if counter is None:
+            continue
         key = str(event.get("session") or "") or UNKNOWN
         row = sessions.get(key)
         if row is None:
             row = sessions[key] = SessionRecall(key, "", float(event.get("ts", 0)))
         row.host = row.host or str(event.get("host") or "")
-        counter = _COUNTERS.get(str(event.get("event")))
-        if counter is None:
-            continue
         setattr(row, counter, getattr(row, counter) + 1)
         if counter == "injections":
             row.injected_tokens += int(event.get("tokens") or 0)

@@ -204,31 +204,20 @@ def _select(
     memory_dirs: Sequence[str],
     redactors: tuple[Redactor, Redactor],
 ) -> list[Block]:
-    """Every block the selectors name, each once, in file order (``redactors``: the one ``index``
-    uses, the one for previews)."""
-    from memsearch.engine.forget import blocks_for_chunk, blocks_for_entries
-    from memsearch.errors import StaleChunkError
+    """Every block the selectors name (:func:`memsearch.engine.forget.select_blocks`)."""
+    from memsearch.engine.forget import select_blocks
 
-    index_redactor, preview_redactor = redactors
-    found: list[Block] = []
-    sizes = {"max_chunk_size": cfg.chunking.max_chunk_size, "overlap_lines": cfg.chunking.overlap_lines}
-
-    def of_row(row: dict[str, Any]) -> list[Block]:
-        return blocks_for_chunk(row, **sizes, redactor=index_redactor, shown=preview_redactor)
-
-    for chunk_hash in chunk_hashes:
-        found += of_row(memory.get_chunk(chunk_hash))
-    if match:
-        dirs = [str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])]
-        found += blocks_for_entries(dirs, match, preview_redactor)
-    if query:
-        for row in memory.search(query, top_k=top_k):
-            try:
-                found += of_row(row)
-            except StaleChunkError as exc:  # one stale hit must not stop the others
-                click.echo(f"Warning: skipped a hit: {exc.one_line()}", err=True)
-    unique = {(b.path, b.start, b.end): b for b in found}
-    return [unique[k] for k in sorted(unique)]
+    return select_blocks(
+        memory,
+        cfg,
+        chunk_hashes=chunk_hashes,
+        match=match,
+        memory_dirs=[str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])],
+        query=query,
+        top_k=top_k,
+        redactors=redactors,
+        warn=lambda message: click.echo(f"Warning: {message}", err=True),
+    )
 
 
 def _show(blocks: Sequence[Block]) -> None:

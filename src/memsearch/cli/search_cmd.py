@@ -108,6 +108,7 @@ def search(
         )
     if window is not None:
         _say_window(text, window, results)
+    _say_gone(results, store_flags(flags))
     results = search_results(cfg, query, results, store_flags(flags))  # recall budget, recall log
     if json_output:
         echo_json(results)
@@ -130,6 +131,21 @@ def search(
             click.echo(f"  ... [truncated, run '{expand}' for full content]")
         else:
             click.echo(content)
+
+
+def _say_gone(results: list[dict[str, Any]], flags: str) -> None:
+    """Hits whose file is not on this machine any more (moved or deleted since it was indexed), on
+    stderr with the command that removes their chunks."""
+    from memsearch.engine.index_scan import gone_path, prune_command
+
+    gone = [path for path in (gone_path(str(r["source"])) for r in results) if path is not None]
+    if gone:
+        hits = "1 hit is" if len(gone) == 1 else f"{len(gone)} hits are"
+        click.echo(
+            f"Note: {hits} from files not found on this machine (moved or deleted?); "
+            f"`{shown(prune_command(gone))}{flags}` removes them from the index.",
+            err=True,
+        )
 
 
 def _say_window(text: str, window: Window, results: list[dict[str, Any]]) -> None:

@@ -25,6 +25,7 @@ STATUS_TEXT = {
     "pending": ("candidate", ", install ready"),
     "installed": ("installed", ""),
     "changed": ("installed", ", update ready"),
+    "rejected": ("rejected", ""),
 }
 
 
@@ -82,9 +83,11 @@ def add(name: str, description: str, body_file: IO[bytes]) -> None:
 @click.option("--json-output", "-j", is_flag=True, help="Output as JSON.")
 def list_(json_output: bool) -> None:
     """List the candidates and whether each is installed."""
+    from memsearch import exits
+
     candidates = store.list_candidates(memsearch_dir())
     if json_output:
-        _echo_json([c.to_dict() for c in candidates])
+        _echo_json([exits.fields(c.to_dict(), "skills", ("name", "description")) for c in candidates])
         return
     if not candidates:
         click.echo("No skills in the store yet.")
@@ -92,12 +95,12 @@ def list_(json_output: bool) -> None:
     for c in candidates:
         word, ready = STATUS_TEXT.get(c.status, (c.status, ""))
         seen = f", seen {c.occurrences}x" if c.occurrences is not None else ""
-        click.echo(f"- {c.slug} [{word}{seen}{ready}] - {c.description}")
+        click.echo(f"- {c.slug} [{word}{seen}{ready}] - {exits.out(c.description, 'skills')}")
 
 
 def _summary(root_dir: Path) -> dict[str, Any]:
     candidates = store.list_candidates(root_dir)
-    waiting = [c for c in candidates if c.status != "installed"]
+    waiting = [c for c in candidates if c.status in store.WAITING]
     installs = {
         c.slug: [{"path": s.path, "state": s.state} for s in store.install_states(c)] for c in candidates
     }
@@ -193,3 +196,14 @@ def install(
         else:
             click.echo(f"Installed: {shown(r.path)}")
     click.echo("Start a new agent session to load it.")
+
+
+@skills.command("reject")
+@click.argument("name")
+def reject(name: str) -> None:
+    """Turn down candidate NAME's current version (it stops waiting for review; one commit).
+
+    A revised version from the distiller waits for review again; installing it anyway undoes this.
+    """
+    slug = store.reject_candidate(memsearch_dir(), name)
+    click.echo(f"Rejected candidate skill: {slug} (it no longer waits for review).")

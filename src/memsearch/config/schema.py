@@ -21,6 +21,12 @@ from memsearch.errors import ConfigKeyError
 
 PROJECT_CONFIG_NAME = ".memsearch.toml"
 DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
+#: A ``milvus.uri`` that starts so names a Milvus server; anything else is a Milvus Lite path,
+#: which must end in :data:`LITE_SUFFIX` (Milvus Lite opens no other name).
+SERVER_URI_PREFIXES: tuple[str, ...] = ("http://", "https://", "tcp://", "unix:")
+LITE_SUFFIX = ".db"
+#: What ``memsearch index`` may do with a hand-written note holding a secret (``redact.notes``).
+REDACT_NOTES_MODES: tuple[str, ...] = ("redact", "warn", "skip")
 DEFAULT_COLLECTION = "memsearch_chunks"
 DEFAULT_PROVIDER = "onnx"
 

@@ -2,8 +2,9 @@
 no store and no model (``memsearch.engine.indexer`` explains the why).
 
 A manifest is a small JSON file under ``<home>/manifests/``. It is an optimisation, never the
-truth: it is written only over the file its run read (a ``reset`` or another run meanwhile leaves
-it alone), and a manifest that does not match the store is discarded by the indexer.
+truth: a run writes the files it recorded or dropped into it, merged with what other runs of the
+store saved meanwhile (a ``reset`` meanwhile, which deletes it, is left alone), and a manifest
+that does not match the store is discarded by the indexer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsearch.files import atomic_write
+from memsearch.files import atomic_write, lock_file
 from memsearch.scanner import ScannedFile
 
 logger = logging.getLogger("memsearch.engine.indexer")
@@ -45,6 +46,8 @@ class Manifest:
     files: dict[str, FileEntry] = field(default_factory=dict)
     #: The file as this run found it (inode, mtime): :meth:`save` writes only over that same file.
     seen: tuple[int, int] | None = None
+    #: ``files`` as this run read them: what it changed since is what :meth:`save` merges.
+    read: dict[str, FileEntry] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None, fingerprint: dict[str, Any]) -> Manifest:
@@ -55,58 +58,93 @@ class Manifest:
         seen = _identity(path)
         known = _KNOWN.get(path) if path is not None and seen is not None else None
         if known is not None and known[0] == seen and known[1] == fingerprint:
-            return cls(path, fingerprint, dict(known[2]), seen)
-        manifest = cls._read(path, fingerprint)
-        manifest.seen = seen
-        manifest._remember()
-        return manifest
-
-    def _remember(self) -> None:
-        if self.path is not None and self.seen is not None:
-            _KNOWN[self.path] = (self.seen, dict(self.fingerprint), dict(self.files))
-
-    @classmethod
-    def _read(cls, path: Path | None, fingerprint: dict[str, Any]) -> Manifest:
-        if path is None:
-            return cls(None, fingerprint)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("version") != MANIFEST_VERSION or data.get("fingerprint") != fingerprint:
-                return cls(path, fingerprint)
-            files = {p: FileEntry(**e) for p, e in data.get("files", {}).items()}
-        except (OSError, ValueError, TypeError, AttributeError):
-            return cls(path, fingerprint)
-        return cls(path, fingerprint, files)
+            files = known[2]
+        else:
+            files = _read_files(path, fingerprint) or {}
+            _remember(path, seen, fingerprint, files)
+        return cls(path, fingerprint, dict(files), seen, dict(files))
 
     def save(self) -> None:
-        """Write atomically (temp file + rename) so a crash never leaves half a manifest; but not
-        over a manifest that changed since this run read it: a ``reset`` (which deletes it) or
-        another run through another memory of the store happened meanwhile, and this run's view
-        may claim chunks the store no longer has. The next run then checks against the store."""
+        """Write atomically (temp file + rename) so a crash never leaves half a manifest.
+
+        Several runs may work on one store at once (a program, ``index``, a ``watch``'s updates, the
+        MCP server, each through the store's owner): a manifest another run saved since this one
+        read it gets this run's changes (the files it recorded or dropped) merged in, under a lock,
+        rather than being left alone. Leaving it lost every file this run indexed, and a folder
+        moved away later kept its chunks: pruning goes by the manifest, so only ``index --force``
+        found them (issue 38). A manifest deleted meanwhile (a ``reset``) or written with other
+        chunking settings is not touched: this run's view may claim chunks the store no longer has,
+        and the next run checks against the store."""
         if self.path is None:
             return
-        if _identity(self.path) != self.seen:
-            logger.debug("index manifest %s changed during this run; not overwriting it", self.path)
-            return
-        data = {
-            "version": MANIFEST_VERSION,
-            "fingerprint": self.fingerprint,
-            "files": {p: vars(e) for p, e in sorted(self.files.items())},
-        }
         try:
-            atomic_write(self.path, json.dumps(data, separators=(",", ":")))
+            with lock_file(self.path.with_name(self.path.name + ".lock")):
+                files = self._merged()
+                if files is None:
+                    logger.debug("index manifest %s was reset during this run; not writing it", self.path)
+                    return
+                data = {
+                    "version": MANIFEST_VERSION,
+                    "fingerprint": self.fingerprint,
+                    "files": {p: vars(e) for p, e in sorted(files.items())},
+                }
+                atomic_write(self.path, json.dumps(data, separators=(",", ":")))
         except OSError as exc:  # the manifest is an optimisation; never fail indexing for it
             logger.warning("could not write index manifest %s: %s", self.path, exc)
-        self.seen = _identity(self.path)
-        self._remember()
+            return
+        self.files, self.seen = files, _identity(self.path)
+        self.read = dict(files)
+        _remember(self.path, self.seen, self.fingerprint, files)
+
+    def _merged(self) -> dict[str, FileEntry] | None:
+        """The files to write: this run's, or, when another run saved since this one read the
+        manifest, that run's with this run's changes applied; None when it must not be written."""
+        now = _identity(self.path)
+        if now == self.seen:
+            return dict(self.files)
+        if now is None:  # deleted since: a reset
+            return None
+        current = _read_files(self.path, self.fingerprint)
+        if current is None:  # other chunking settings (or unreadable): theirs, not ours to merge
+            return None
+        for source in self.read.keys() | self.files.keys():
+            mine = self.files.get(source)
+            if mine == self.read.get(source):
+                continue
+            if mine is None:
+                current.pop(source, None)
+            else:
+                current[source] = mine
+        return current
+
+
+def _read_files(path: Path | None, fingerprint: dict[str, Any]) -> dict[str, FileEntry] | None:
+    """The files of the manifest at ``path``; None when there is none, or it is unreadable or of
+    another version or fingerprint."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != MANIFEST_VERSION or data.get("fingerprint") != fingerprint:
+            return None
+        return {p: FileEntry(**e) for p, e in data.get("files", {}).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
 
 
 #: Per manifest file, the last version this process read or wrote: (its identity, the fingerprint,
 #: its entries). Why: the memory service indexes the same folders again and again (every hook
 #: capture), and parsing a manifest of 10,000 files took ~40 ms of each one-file change; a file
-#: changed by another process has another identity and is read again. Entries are never changed
-#: in place (a run replaces them), so the copies share them.
+#: another process wrote since has another identity and is read again. A run replaces entries and
+#: never changes one in place, so its copies of the dict share them.
 _KNOWN: dict[Path, tuple[tuple[int, int], dict[str, Any], dict[str, FileEntry]]] = {}
+
+
+def _remember(
+    path: Path | None, seen: tuple[int, int] | None, fingerprint: dict[str, Any], files: dict[str, FileEntry]
+) -> None:
+    if path is not None and seen is not None:
+        _KNOWN[path] = (seen, dict(fingerprint), dict(files))
 
 
 def _identity(path: Path | None) -> tuple[int, int] | None:

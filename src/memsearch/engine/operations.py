@@ -154,8 +154,11 @@ class Operation:
     service's older names where they differ); ``here`` the ``MemSearch`` method that does it in the
     process that owns the store; ``embeds`` says ``here`` is a coroutine (it may embed, so
     ``MemSearch``'s face of it is awaitable); ``read`` that it changes nothing (the client's
-    patience with a busy service). ``outbound`` makes caller-relative arguments absolute before
-    they are sent; ``encode``/``decode`` carry the result across the socket as JSON.
+    patience with a busy service); ``hands_over`` that work it did here before the store opened
+    (an index embeds ahead, into the embedding cache) goes to an owner that took the store
+    meanwhile rather than being lost (``service.owner.perform``). ``outbound`` makes
+    caller-relative arguments absolute before they are sent; ``encode``/``decode`` carry the
+    result across the socket as JSON.
     """
 
     name: str
@@ -164,6 +167,7 @@ class Operation:
     wire: str = ""
     embeds: bool = False
     read: bool = False
+    hands_over: bool = False
     outbound: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     encode: Callable[[Any], Any] | None = None
     decode: Callable[[Any], Any] | None = None
@@ -254,6 +258,7 @@ OPERATIONS: dict[str, Operation] = {
             here="_index_here",
             wire="index",
             embeds=True,
+            hands_over=True,
             encode=_as_dict,
             decode=_report,
         ),
@@ -262,6 +267,7 @@ OPERATIONS: dict[str, Operation] = {
             (_path(),),
             here="_index_file_here",
             embeds=True,
+            hands_over=True,
             outbound=lambda a: {"path": _absolute(a["path"])},
             decode=int,
         ),

@@ -36,9 +36,11 @@ def recent_journals(
     input_dir: Path, budget: int, files: int = JOURNAL_FILES, root: Path | None = None
 ) -> str:
     """The newest ``files`` journals under ``input_dir`` (regular files inside ``root``, default
-    ``input_dir``), oldest first, each framed as data (:func:`memsearch.agent.framing.frame`, labelled
-    with its name); when longer than ``budget`` the oldest journals are left out or cut from the
-    front (the newest entries always survive). Bytes that are not UTF-8 are replaced, never fatal."""
+    ``input_dir``), oldest first, each redacted whole (:mod:`memsearch.exits`) and framed as data
+    (:func:`memsearch.agent.framing.frame`, labelled with its name); when longer than ``budget``
+    the oldest journals are left out or cut from the front (the newest entries always survive).
+    Bytes that are not UTF-8 are replaced, never fatal."""
+    from memsearch import exits
     from memsearch.agent.framing import frame
 
     inside = root or input_dir
@@ -50,7 +52,7 @@ def recent_journals(
     parts: list[str] = []
     used = 0
     for _, _, path in reversed(found[-files:] if files > 0 else []):
-        text = read_text(path, inside, max_bytes=MAX_JOURNAL_BYTES).strip()
+        text = exits.out(read_text(path, inside, max_bytes=MAX_JOURNAL_BYTES), "journal").strip()
         name = path.relative_to(input_dir).as_posix()
         framed = frame(text, name) + "\n"
         room = budget - used
@@ -105,14 +107,15 @@ def build_prompt(run: TaskRun, *, tools: bool, limit: int = MAX_PROMPT_CHARS) ->
     budget = limit - len(template) - len(current) - 200
     root = root_of(ctx, run.input_dir, folder=True)
     journals = recent_journals(run.input_dir, max(0, budget - len(DATA_NOTE)), root=root)
-    from memsearch import redact
+    from memsearch import exits
 
-    # the journals may predate redaction, PROJECT.md/USER.md may be hand-edited: neither private
-    # spans nor secrets go to the maintenance model
-    return redact.current(ctx.config, ctx.env).text(
+    # the journals may predate redaction, PROJECT.md/USER.md may be hand-edited: each went through
+    # the exits' redaction as it was read; the whole prompt passes once more (a template of the user's)
+    return exits.out(
         f"{template.rstrip()}\n\n## {run.task.current_title}\n\n{current}\n\n"
         f"## Recent memory journals\n\n{DATA_NOTE}\n\n{journals.strip() or '(no journals)'}\n",
         "maintenance",
+        ctx.config,
     )
 
 

@@ -106,13 +106,14 @@ def session_context(ctx: HookContext, budget: int = CONTEXT_CHARS) -> str:
     each framed as data (:mod:`memsearch.agent.framing`), together within ``budget`` characters; a cut
     file says where the rest is. "" when neither exists. Each is read only when it is a regular
     file inside the project (never a symbolic link a repository shipped, never a FIFO)."""
+    from memsearch import exits
     from memsearch.agent.framing import frame
 
     files: list[tuple[str, Path, str]] = []
     for name in ("project_review", "user_profile"):
         task = TASKS[name]
         _, path = task_paths(ctx, task, task_settings(ctx, name))
-        text = read_text(path, root_of(ctx, path)).strip()
+        text = exits.out(read_text(path, root_of(ctx, path)), "journal", ctx.config).strip()
         if text:
             files.append((Path(task.default_output).name, path, text))
     parts: list[str] = []

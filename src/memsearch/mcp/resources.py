@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsearch.agent.framing import DATA_NOTE, frame
@@ -24,9 +25,11 @@ RESOURCE_FILES = {"memsearch://project": "PROJECT.md", "memsearch://user": "USER
 
 
 def _framed(text: str, source: str, budget: Budget, empty: str) -> str:
+    from memsearch import exits
+
     if not text.strip():
         return empty
-    kept, left = budget.clip(text)
+    kept, left = budget.clip(exits.out(text, "journal"))  # the whole file, then the cut
     out = f"{DATA_NOTE}\n{frame(kept, source)}"
     if left:
         out += f"\n[truncated: {left} more characters; search the memory for the rest]"
@@ -57,12 +60,17 @@ def resource_readers(scope: McpScope, budget: Budget) -> dict[str, tuple[str, Ca
     for uri, name in RESOURCE_FILES.items():
         path = scope.memsearch_dir / name
         if path.is_file():
-
-            def read(path: str = str(path), name: str = name) -> str:
-                from pathlib import Path
-
-                text = read_project_text(Path(path), root)
-                return _framed(text, name, budget, f"{name} is empty or cannot be read.")
-
-            readers[uri] = (f"{name}: kept current from the journals.", read)
+            readers[uri] = (f"{name}: kept current from the journals.", _file_reader(path, root, budget))
     return readers
+
+
+def _file_reader(path: Path, root: Path, budget: Budget) -> Callable[[], str]:
+    """The reader of one file's resource: a function of no arguments (the SDK refuses a resource
+    whose handler takes parameters its URI does not name, defaulted ones included)."""
+    from memsearch.engine.project_files import read_project_text
+
+    def read() -> str:
+        text = read_project_text(path, root)
+        return _framed(text, path.name, budget, f"{path.name} is empty or cannot be read.")
+
+    return read

@@ -47,6 +47,14 @@ ChunkHash = Annotated[
 ]
 
 
+#: What ``search`` and ``expand`` answer in a project with nothing indexed yet: a result, not an
+#: error (nothing went wrong; there is no memory to read).
+NO_MEMORY_YET = (
+    "No memory yet: nothing of this project is indexed (its memory folder holds no notes). The "
+    "remember tool writes one; sessions with a memsearch plugin add their journals as they run."
+)
+
+
 class MemoryTools:
     """The tools of one server. Store operations run on a worker thread, one at a time: the
     memory's calls block (a routed call waits on a socket, an owned one on Milvus Lite), and the
@@ -77,6 +85,20 @@ class MemoryTools:
             return await anyio.to_thread.run_sync(locked)
         except MemSearchError as exc:
             raise ToolError(f"Error: {exc.one_line()}") from None
+
+    async def _read_index(self, fn: Callable[[], T]) -> T | None:
+        """:meth:`_call` for a read of the index; None when nothing of this project was ever
+        indexed (the store has no collection for it), which ``search`` and ``expand`` answer with
+        :data:`NO_MEMORY_YET`, a result: nothing went wrong."""
+        from memsearch.errors import CollectionNotFoundError
+
+        def read() -> T | None:
+            try:
+                return fn()
+            except CollectionNotFoundError:
+                return None
+
+        return await self._call(read)
 
     def shown(self, source: str) -> str:
         """A source path as the model sees it: relative to the project when inside it."""
@@ -110,7 +132,7 @@ class MemoryTools:
         prefix = self._prefix(source_prefix)
         memory = self.memory
         half_life = self.scope.config.search.recency_half_life or None
-        hits = await self._call(
+        hits = await self._read_index(
             lambda: memory.search(
                 query,
                 top_k=top_k,
@@ -120,6 +142,8 @@ class MemoryTools:
                 recency_half_life=half_life,
             )
         )
+        if hits is None:
+            return NO_MEMORY_YET
         if not hits:
             return "No memory matches. Try other words, a wider date range, or no source_prefix."
         return self._render_hits(hits)
@@ -135,7 +159,9 @@ class MemoryTools:
         snippet looks relevant and you need the details. When the section came from an agent
         session, the answer names its transcript and turn for the transcript tool."""
         memory = self.memory
-        result = await self._call(lambda: memory.expand(chunk_hash, section=section))
+        result = await self._read_index(lambda: memory.expand(chunk_hash, section=section))
+        if result is None:
+            return NO_MEMORY_YET
         source = self.shown(result.source)
         head = [f"Source: {source} (lines {result.start_line}-{result.end_line})"]
         if result.heading:
@@ -219,6 +245,7 @@ class MemoryTools:
         """Write a note to this project's memory (today's journal), where every later session,
         this agent's or another's, can find it with search. Use it when the user asks you to
         remember something, or for a decision or finding worth keeping beyond this session."""
+        from memsearch.engine.expand import REMEMBER_ANCHOR
         from memsearch.engine.journal import JournalEntry, append_entry
 
         bullets = [line for line in note.splitlines() if line.strip()]
@@ -227,7 +254,8 @@ class MemoryTools:
         scope, memory = self.scope, self.memory
 
         def write() -> tuple[Path, int] | None:
-            result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets))
+            # the anchor says who wrote the entry (the console's timeline names it), no conversation
+            result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets, anchor=REMEMBER_ANCHOR))
             if not result.written:  # nothing left once the private spans were taken out
                 return None
             return result.path, memory.index_file(result.path)

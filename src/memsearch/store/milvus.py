@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from memsearch import errors
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI
 from memsearch.store.analyzer import analyzer_name, analyzer_params_for, prepare_jieba
-from memsearch.store.connect import open_driver
+from memsearch.store.connect import check_shape, open_driver
 from memsearch.store.driver_errors import (
     GENERIC_HINT,
     damaged_error,
@@ -28,7 +28,7 @@ from memsearch.store.driver_errors import (
     is_driver_error,
     quiet,
 )
-from memsearch.store.filters import content_holds, escape_filter_value, source_equals
+from memsearch.store.filters import content_holds, escape_filter_value, source_equals, source_prefix_filter
 from memsearch.store.fusion import LEGS, SEARCH_MODES, exact_holders_first, fuse, hit_to_result
 from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows, stored_value
 from memsearch.store.schema import chunk_schema
@@ -78,6 +78,7 @@ class MilvusStore:
         adopt: bool = True,
     ) -> None:
         self._location = resolve_uri(uri)
+        check_shape(self._location)  # also for a read of a path that does not exist
         # Only used when this store creates the collection; an existing one keeps its analyzer.
         self._analyzer_params = analyzer_params_for(analyzer, local=self._location.is_local)
         self._token = token
@@ -192,7 +193,8 @@ class MilvusStore:
             f"Embedding dimension mismatch: collection '{self._collection}' has dim={existing} "
             f"but the current embedding provider outputs dim={dimension}. Run 'memsearch reset "
             "--yes' to drop the collection and re-index, or use a different --milvus-uri / --collection.",
-            hint="after the reset, `memsearch index --force <paths>` rebuilds the index",
+            hint="after the reset, `memsearch index <paths>` rebuilds the index (a reset forgets what was "
+            "indexed, so every file is embedded again)",
         )
 
     def _adopt_existing(self) -> None:
@@ -532,9 +534,10 @@ class MilvusStore:
                     result[source].add(row["chunk_hash"])
         return result
 
-    def sources_with_counts(self) -> dict[str, int]:
-        """Every indexed source file with its number of chunks."""
-        return dict(Counter(row["source"] for row in self._iter_rows('chunk_hash != ""', ["source"])))
+    def sources_with_counts(self, under: str = "") -> dict[str, int]:
+        """Every indexed source file (at or under the file or folder ``under``) with its chunks."""
+        expr = source_prefix_filter(under) if under else 'chunk_hash != ""'
+        return dict(Counter(row["source"] for row in self._iter_rows(expr, ["source"])))
 
     def indexed_sources(self) -> set[str]:
         """Every source file that has at least one chunk (on Milvus Lite from the search snapshot's

@@ -4,19 +4,32 @@ character budget that keeps the turns asked for."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from memsearch.transcript.model import Turn
+from memsearch.transcript.model import ToolCall, Turn
 
-__all__ = ["MAX_RENDER_CHARS", "format_turns", "turns_to_json"]
+__all__ = ["MAX_RENDER_CHARS", "format_turns", "shown", "turns_to_json"]
 
 #: Budget for a whole text rendering; turns beyond it are left out (and the cut is marked).
 MAX_RENDER_CHARS = 12000
 
 
+def shown(turn: Turn) -> Turn:
+    """``turn`` as it may leave memsearch: its text, tool commands and outputs through the exits'
+    redaction (a transcript holds whatever was pasted or printed in the session)."""
+    from memsearch import exits
+
+    tools = [
+        ToolCall(t.name, exits.out(t.command, "transcript"), exits.out(t.output, "transcript"))
+        for t in turn.tools
+    ]
+    return replace(turn, text=exits.out(turn.text, "transcript"), tools=tools)
+
+
 def turns_to_json(turns: Iterable[Turn]) -> list[dict[str, Any]]:
     """The original's ``--json-output`` list: ``{role, uuid, text, tools: [{name, command, output}]}``."""
-    return [t.to_dict() for t in turns]
+    return [shown(t).to_dict() for t in turns]
 
 
 def _indent_rest(text: str, prefix: str) -> str:
@@ -55,7 +68,7 @@ def format_turns(
     if not turns:
         return ""
     target = next((i for i, t in enumerate(turns) if selected and t.uuid == selected), None)
-    blocks = [_render_turn(t, i == target) for i, t in enumerate(turns)]
+    blocks = [_render_turn(shown(t), i == target) for i, t in enumerate(turns)]
 
     def size(i: int) -> int:
         return len(blocks[i]) + 2  # block + blank line separator
