@@ -67,6 +67,7 @@ CLI_COMMANDS = {
     "service": "services: PIDs, stores, command lines",
     "summarize": "the summary of a transcript read from stdin (the capture side: boundary 'summary')",
     "ui": "driven (every page and JSON answer: the door 'console'; more in tests/test_console.py)",
+    "migrate": "counts and the two stores' URIs (the rows it copies go to the other store, not out)",
 }
 #: Host events: driven below, or what they show instead.
 HOST_EVENTS = {
@@ -87,6 +88,7 @@ OPERATIONS = {
     "count": "a count",
     "reset": "nothing",
     "purge": "counts (files rewritten, rows dropped)",
+    "export_page": "rows as stored with their vectors, for `migrate` to write into another store",
 }
 #: Doors that catch what another door should have caught (nothing reaches them unredacted when the
 #: others work): the frame around any model-bound text, and the maintenance prompt as a whole.

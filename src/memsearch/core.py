@@ -398,16 +398,12 @@ class MemSearch:
         from memsearch.compact import DEFAULT_TOKEN_BUDGET, compact_memory, output_base
         from memsearch.llm import LLMSettings
 
-        llm = LLMSettings(
-            llm_provider or "openai", llm_model or None, llm_base_url or None, llm_api_key or None
-        )
+        chosen = (llm_model, llm_base_url, llm_api_key)
+        llm = LLMSettings(llm_provider or "openai", *(value or None for value in chosen))
+        budget = DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
+        base = output_base(output_dir, self._paths)
         result = await compact_memory(
-            self,
-            source=source,
-            llm=llm,
-            prompt_template=prompt_template,
-            base_dir=output_base(output_dir, self._paths),
-            token_budget=DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget,
+            self, source=source, llm=llm, prompt_template=prompt_template, base_dir=base, token_budget=budget
         )
         return result.summary
 
@@ -523,6 +519,13 @@ class MemSearch:
                 return 0
             raise
 
+    def export_page(self, after: str = "", limit: int = 500) -> dict[str, Any]:
+        """The store a page at a time, with its vectors, for a copy of it: ``StoreReads.export_page``."""
+        return dict(self._now("export_page", locals()))
+
+    def _export_page_here(self, after: str, limit: int) -> dict[str, Any]:
+        return self._read_store().export_page(after, limit)
+
     def reset(self) -> None:
         """Drop the collection and forget the manifest; the markdown files are untouched. Works on a
         damaged Milvus Lite collection too (StoreDamagedError's hint names this way out): the
@@ -534,12 +537,9 @@ class MemSearch:
 
         try:
             store = self._read_store()
-        except StoreDamagedError:
-            store = self._open_store(None, adopt=False)
-            try:
-                store.drop()
-            finally:
-                store.close()
+        except StoreDamagedError:  # dropped without reading it
+            with self._open_store(None, adopt=False) as damaged:
+                damaged.drop()
         else:
             store.drop()
         self.forget_manifest()

@@ -46,14 +46,8 @@ from memsearch.store.connect import CONNECT_TIMEOUT, LOCK_POLL_INTERVAL
 from memsearch.store.driver_errors import lock_holders
 from memsearch.store.filters import escape_filter_value, source_prefix_filter
 from memsearch.store.fusion import HYBRID_TILT, LEGS, RRF_K, SEARCH_MODES, fuse, hybrid_weights
-from memsearch.store.milvus import (
-    DEFAULT_COLLECTION,
-    DEFAULT_URI,
-    DELETE_BATCH,
-    IN_BATCH,
-    PAGE_SIZE,
-    MilvusStore,
-)
+from memsearch.store.milvus import DEFAULT_COLLECTION, DEFAULT_URI, DELETE_BATCH, PAGE_SIZE, MilvusStore
+from memsearch.store.reads import IN_BATCH
 from memsearch.store.rows import FIELD_MAX_BYTES, UPSERT_MAX_BYTES, UPSERT_MAX_ROWS, truncate_utf8
 
 __all__ = [

@@ -1,10 +1,11 @@
 """``MilvusStore``: a memsearch chunk collection in Milvus Lite or a Milvus server.
 
 Owns the collection's schema (the original's) and its life (adopt, create, drop), upsert, delete,
-the two search legs and the one place they are run and fused into a result list (``search``), and
-paginated scalar queries. Connecting is :mod:`memsearch.store.connect`'s. The driver is one typed
-interface for Lite and servers (:class:`~memsearch.store.driver.StoreDriver`); every call to it
-goes through ``_guard``, so every driver failure becomes a :mod:`memsearch.errors` class
+the two search legs and the one place they are run and fused into a result list (``search``); its
+reads by filter are :mod:`memsearch.store.reads`' (``StoreReads``, which it derives from).
+Connecting is :mod:`memsearch.store.connect`'s. The driver is one typed interface for Lite and
+servers (:class:`~memsearch.store.driver.StoreDriver`); every call to it goes through ``_guard``,
+so every driver failure becomes a :mod:`memsearch.errors` class
 (:mod:`memsearch.store.driver_errors`).
 """
 
@@ -12,8 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memsearch import errors
@@ -28,9 +28,10 @@ from memsearch.store.driver_errors import (
     is_driver_error,
     quiet,
 )
-from memsearch.store.filters import content_holds, escape_filter_value, source_equals, source_prefix_filter
+from memsearch.store.filters import content_holds, source_equals
 from memsearch.store.fusion import LEGS, SEARCH_MODES, exact_holders_first, fuse, hit_to_result
-from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows, stored_value
+from memsearch.store.reads import StoreReads
+from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows
 from memsearch.store.schema import chunk_schema
 from memsearch.store.uri import StoreLocation, resolve_uri
 
@@ -44,14 +45,13 @@ R = TypeVar("R")
 DEFAULT_URI = DEFAULT_MILVUS_URI  # the schema's default (memsearch.config.schema), under its old name
 
 PAGE_SIZE = 1000  # rows per query page (Milvus caps offset+limit at 16384)
-IN_BATCH = 256  # values per ``source in [...]`` query
 DELETE_BATCH = 1000  # primary keys per delete call
 
 _DESCRIPTION_PROPERTY = "memsearch.description"
 _COLLECTION_NOT_FOUND = 100  # Milvus error code
 
 
-class MilvusStore:
+class MilvusStore(StoreReads):
     """A memsearch chunk collection in Milvus Lite (a local ``.db`` directory) or a Milvus server.
 
     ``dimension=None`` opens read-only: a missing collection is never created, and reads on it
@@ -462,97 +462,6 @@ class MilvusStore:
             limit=1,
         )
         return not rows
-
-    # -- scalar queries -----------------------------------------------------------------------
-
-    def _iter_rows(self, filter_expr: str, fields: list[str]) -> Iterator[dict[str, Any]]:
-        """All rows matching ``filter_expr``, a page at a time.
-
-        One plain query answers small results; when a full page comes back, a query iterator
-        (primary-key cursor) walks the rest without Milvus's 16,384 offset+limit window.
-        """
-        self._require_collection()
-        page = max(1, int(self.page_size))
-        first = self._guard(
-            self._driver().query, self._collection, filter=filter_expr, output_fields=fields, limit=page
-        )
-        if len(first) < page:
-            yield from first
-            return
-        iterator = self._guard(
-            self._driver().query_iterator,
-            self._collection,
-            batch_size=page,
-            filter=filter_expr,
-            output_fields=fields,
-        )
-        try:
-            while True:
-                batch = self._guard(iterator.next)
-                if not batch:
-                    return
-                yield from batch
-        finally:
-            with contextlib.suppress(Exception), quiet():
-                iterator.close()
-
-    def query(self, *, filter_expr: str = "") -> list[dict[str, Any]]:
-        """Every chunk matching ``filter_expr`` (all chunks when empty), with the seven result fields."""
-        expr = filter_expr or 'chunk_hash != ""'
-        return [
-            {field: row.get(field) for field in QUERY_FIELDS} for row in self._iter_rows(expr, QUERY_FIELDS)
-        ]
-
-    def get_by_hash(self, chunk_hash: str) -> dict[str, Any] | None:
-        """The chunk with this primary key, or None."""
-        self._require_collection()
-        rows = self._guard(
-            self._driver().query,
-            self._collection,
-            filter=f'chunk_hash == "{escape_filter_value(chunk_hash)}"',
-            output_fields=QUERY_FIELDS,
-            limit=1,
-        )
-        return {field: rows[0].get(field) for field in QUERY_FIELDS} if rows else None
-
-    def hashes_by_source(self, source: str) -> set[str]:
-        """Chunk hashes stored for one source file."""
-        return {row["chunk_hash"] for row in self._iter_rows(source_equals(source), ["chunk_hash"])}
-
-    def hashes_by_sources(self, sources: Iterable[str]) -> dict[str, set[str]]:
-        """Chunk hashes for many source files with few queries; every requested source is a key."""
-        wanted = list(dict.fromkeys(sources))
-        result: dict[str, set[str]] = {source: set() for source in wanted}
-        by_stored: dict[str, list[str]] = {}
-        for source in wanted:
-            by_stored.setdefault(stored_value("source", source), []).append(source)
-        stored = list(by_stored)
-        for batch in chunked(stored, max(1, IN_BATCH)):
-            values = ", ".join(f'"{escape_filter_value(value)}"' for value in batch)
-            for row in self._iter_rows(f"source in [{values}]", ["chunk_hash", "source"]):
-                for source in by_stored.get(row["source"], ()):
-                    result[source].add(row["chunk_hash"])
-        return result
-
-    def sources_with_counts(self, under: str = "") -> dict[str, int]:
-        """Every indexed source file (at or under the file or folder ``under``) with its chunks."""
-        expr = source_prefix_filter(under) if under else 'chunk_hash != ""'
-        return dict(Counter(row["source"] for row in self._iter_rows(expr, ["source"])))
-
-    def indexed_sources(self) -> set[str]:
-        """Every source file that has at least one chunk (on Milvus Lite from the search snapshot's
-        arrays when it is flushed: ``LiteSearcher.distinct``)."""
-        self._require_collection()
-        fast = self._guard(self._driver().distinct, self._collection, "source")
-        if fast is not None:
-            return {str(source) for source in fast}
-        return set(self.sources_with_counts())
-
-    def count(self) -> int:
-        """Number of chunks, from a consistent ``count(*)`` (row-count stats lag on a server)."""
-        self._require_collection()
-        rows = self._guard(self._driver().query, self._collection, filter="", output_fields=["count(*)"])
-        return int(rows[0]["count(*)"]) if rows else 0
 
     def flush(self) -> None:
         """Seal recent writes. On Milvus Lite, rows still in the write buffer are searched row by row
