@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_process import memsearch
-from test_service import EXAMPLES, start_service
 
+from cli_process import memsearch
 from memsearch import MemSearch
 from memsearch.store import MilvusStore
+from test_service import EXAMPLES, start_service
 
 pytestmark = pytest.mark.server
 

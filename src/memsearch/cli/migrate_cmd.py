@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -72,7 +73,7 @@ def migrate(
     shown = [0]
 
     def progress(done: int, total: int) -> None:
-        interactive = not json_output and click.get_text_stream("stderr").isatty()
+        interactive = not json_output and sys.stderr.isatty()
         if interactive and total and done * 10 // total > shown[0]:  # every tenth, on a terminal
             shown[0] = done * 10 // total
             click.echo(f"  {done:,} of {total:,} chunks", err=True)

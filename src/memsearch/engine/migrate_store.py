@@ -146,12 +146,10 @@ def _verify(memory: Memory, destination: MilvusStore, page: int) -> int:
                 )
             return compared
         if not _same(rows, theirs):
-            mine = {str(row["chunk_hash"]) for row in rows}
-            other = {str(row["chunk_hash"]) for row in theirs}
-            differs = sorted(mine ^ other) or [r["chunk_hash"] for r, t in zip(rows, theirs) if r != t]
+            at = next(i for i, row in enumerate(rows) if i >= len(theirs) or not _same([row], [theirs[i]]))
             raise MigrationError(
                 f"the destination does not match the source after the copy (first difference at chunk "
-                f"{differs[0] if differs else rows[0]['chunk_hash']})",
+                f"{rows[at]['chunk_hash']})",
                 hint="run `memsearch migrate` again (it copies what is missing); the source is unchanged",
             )
         compared += len(rows)
