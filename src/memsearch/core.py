@@ -472,7 +472,8 @@ class MemSearch:
         from memsearch.engine.time_search import timed_search
 
         # the store may hold unredacted text (an index the original built): hits leave redacted
-        return [exits.fields(hit, "search") for hit in await timed_search(self, query, **options)]
+        hits, shown = await timed_search(self, query, **options), exits.redactor()  # (one for all)
+        return [exits.fields(hit, "search", using=shown) for hit in hits]
 
     def _indexed_sources(self) -> set[str]:  # every file the store holds (a window's candidates)
         return self._search_store().indexed_sources()
