@@ -321,10 +321,12 @@ class Watch:
                 for when, line in self.lines:
                     if when >= after and re.search(pattern, line):
                         return when
-                failed = [line for when, line in self.lines if when >= after and line.startswith("Failed")]
+                failed = [
+                    i for i, (when, line) in enumerate(self.lines) if when >= after and "Failed" in line
+                ]
                 if failed:
-                    errors = [line for _, line in self.lines if re.match(r"^\w+Error: ", line)]
-                    return f"fails: {errors[-1] if errors else failed[-1]}"[:120]
+                    below = [line for _, line in self.lines[failed[0] :] if re.match(r"^\w+Error: ", line)]
+                    return (below[0] if below else self.lines[failed[0]][1])[:100]
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     return f"no line within {timeout:g} s"
                 self._cond.wait(0.5)
