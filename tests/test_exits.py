@@ -188,6 +188,9 @@ def _plant(project: Path, transcript: Path) -> list[Path]:
 
 def _config(home: Path, store: Path, model_url: str) -> None:
     text = f'[milvus]\nuri = "{store}"\n\n'
+    # every hit reaches every door (MCP, auto-inject and agent searches keep to the strong-match
+    # floor by default): the most text a door could let out
+    text += "[search]\nmin_relevance = 0.0\n\n"
     text += (
         f'[llm.providers.fake]\ntype = "anthropic"\nbase_url = "{model_url}"\napi_key = "k"\nmodel = "m"\n'
     )

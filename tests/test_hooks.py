@@ -240,9 +240,30 @@ def test_prompt_submit_auto_injects_the_best_hits(hk: HookEnv) -> None:
     ]
     assert context.startswith("[memsearch] Notes from past sessions")
     hits = [line for line in context.splitlines() if line.startswith("- [")]
-    assert len(hits) == 2
-    assert "weasyprint" in context and "chunk_hash " in context
+    assert 1 <= len(hits) <= 2  # the best two, those at or above the strong-match floor
+    assert "weasyprint" in hits[0] and "chunk_hash " in context
     assert f"--collection {collection}" in context
+
+
+def test_prompt_submit_injects_nothing_when_memory_has_no_strong_match(hk: HookEnv) -> None:
+    """Auto-inject below the strong-match floor: no hits and no hint (memory holds nothing on this
+    prompt, a hint would send the model searching), and the recall log counts a skip."""
+    hk.copy_memory()
+    collection = hk.collection()
+    assert hk.memsearch("index", str(hk.memory_dir), "--collection", collection).returncode == 0
+    key = "plugins.claude-code.prompt_recall.auto_inject"
+    assert hk.memsearch("config", "set", key, "true").returncode == 0
+    for prompt in ("zzzqqq xylophone qwfpgj", "啊呜咕噜叽里呱啦嘿哈"):
+        stdin = json.dumps({"prompt": prompt, "cwd": str(hk.project), "session_id": "sess-weak"})
+        assert hook_json(hk.hook("claude-code", "prompt-submit", stdin)) == {}, prompt
+    stdin = json.dumps({"prompt": "which PDF renderer version did we pin?", "cwd": str(hk.project)})
+    assert "weasyprint" in hk.hook("claude-code", "prompt-submit", stdin).stdout.lower()
+    shown = hk.memsearch("stats", "--recall", "--json-output", "--collection", collection)
+    assert shown.returncode == 0, shown.stderr
+    rows = {row["session"]: row for row in json.loads(shown.stdout)["sessions"]}
+    assert (rows["sess-weak"]["skips"], rows["sess-weak"]["injections"]) == (2, 0)
+    table = hk.memsearch("stats", "--recall", "--collection", collection).stdout
+    assert "skipped" in table.splitlines()[1]
 
 
 def test_prompt_recall_searches_with_the_prompt_redacted(hk: HookEnv) -> None:

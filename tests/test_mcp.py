@@ -446,7 +446,8 @@ async def test_recall_tools_keep_to_the_token_budget_and_are_logged(isolated_env
 
     project = _project(isolated_env)
     config = Path(os.environ["HOME"]) / ".memsearch" / "config.toml"
-    config.write_text("[context]\nrecall_tokens = 200\n", encoding="utf-8")
+    # every hit (no strong-match floor): more than the budget holds
+    config.write_text("[context]\nrecall_tokens = 200\n\n[search]\nmin_relevance = 0.0\n", encoding="utf-8")
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     async with session(project) as client:
         error, text = await call(client, "search", {"query": f"checkout timeout {token}", "top_k": 3})

@@ -21,13 +21,7 @@ from typing import Any
 import pytest
 
 from memsearch import errors
-from memsearch.store import (
-    MilvusStore,
-    escape_filter_value,
-    reads,
-    source_prefix_filter,
-    truncate_utf8,
-)
+from memsearch.store import MilvusStore, escape_filter_value, milvus, source_prefix_filter, truncate_utf8
 from memsearch.store.uri import resolve_uri
 
 # The fixture lives in a plugin module; conftest may load it with pytest_plugins instead.
@@ -616,7 +610,7 @@ def test_pagination(open_store: Callable[..., MilvusStore], monkeypatch: pytest.
     opened = open_store()
     rows = [chunk(f"h{i:02d}", f"text {i}", f"/n/s{i % 3}.md", axis(i % DIM)) for i in range(23)]
     opened.upsert(rows)
-    monkeypatch.setattr(reads, "IN_BATCH", 2)  # where MilvusStore reads it
+    monkeypatch.setattr(milvus, "IN_BATCH", 2)  # where MilvusStore reads it
     for page_size in (1, 4, 22, 23, 1000):
         opened.page_size = page_size
         result = opened.query()

@@ -26,8 +26,10 @@ pytestmark = pytest.mark.model
 
 ZONE = "Asia/Shanghai"
 TODAY = dt.datetime.now(ZoneInfo(ZONE)).date()
-#: The original's result keys: a search without a window or a half-life returns exactly these.
+#: The original's result keys and ``relevance``: a search without a window or a half-life returns
+#: exactly these.
 PLAIN_KEYS = {
+    "relevance",
     "content",
     "source",
     "heading",

@@ -39,6 +39,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ForgetConflictError
             ForgetTargetError (ValueError) [exit 2]
             NothingToForgetError
+                WeakMatchError
         HookUsageError [exit 2]
         IndexingError
         InvalidArgumentError (ValueError) [exit 2]
@@ -329,6 +330,10 @@ class RestoreConflictError(BackupError):
 
 class SecretNeededError(BackupError):
     """The backup was kept without a value memsearch forgot: the restore needs the value again."""
+
+
+class WeakMatchError(NothingToForgetError):
+    """``forget --query``: no hit matches the query strongly enough to be removed on its word."""
 
 
 class SecretsFoundError(MemSearchError):

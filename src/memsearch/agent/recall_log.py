@@ -3,11 +3,13 @@
 Why: recall that silently never fires is the common failure of agent memory (a hint the model never
 read, no search in hundreds of sessions), and nobody notices without numbers. So each project's
 collection has a small append-only log of JSON lines: the tokens memsearch injected (session start,
-each prompt), the searches the model made (CLI ``search`` from a recall skill, the MCP ``search``
-tool) with their hit counts, the hits it expanded (``expand``, ``transcript``), the journal
-entries captured, and the model calls memsearch made itself (``llm``: turn summaries, maintenance
-tasks, with their tokens; never their text). ``memsearch stats --recall`` sums it per session and
-flags the sessions where memory was never consulted (:mod:`memsearch.agent.recall_report`).
+each prompt), the prompts whose auto-inject found nothing at or above the strong-match floor and
+so injected nothing (``skip``), the searches the model made (CLI ``search`` from a recall skill,
+the MCP ``search`` tool) with their hit counts, the hits it expanded (``expand``, ``transcript``),
+the journal entries captured, and the model calls memsearch made itself (``llm``: turn summaries,
+maintenance tasks, with their tokens; never their text). ``memsearch stats --recall`` sums it per
+session and flags the sessions where memory was never consulted
+(:mod:`memsearch.agent.recall_report`).
 
 Privacy: the log never leaves the machine. It lives in ``~/.memsearch/recall/<collection>.jsonl``
 (a private 0700 folder, the file 0600, opened without following links, appended under a lock so
@@ -116,7 +118,7 @@ def record(
     query: str | None = None,
     **fields: Any,
 ) -> None:
-    """Append one event (``inject``, ``search``, ``expand``, ``capture``) to ``collection``'s log.
+    """Append one event (``inject``, ``skip``, ``search``, ``expand``, ``capture``) to ``collection``'s log.
     ``session``/``host`` default to the caller's (:func:`caller`). Never raises."""
     try:
         if not enabled(cfg, env):
@@ -223,6 +225,8 @@ class SessionRecall:
     started: float
     injected_tokens: int = 0
     injections: int = 0
+    #: Prompts the auto-inject searched for and found nothing strong enough to inject.
+    skips: int = 0
     searches: int = 0
     hits: int = 0
     expands: int = 0
@@ -236,7 +240,13 @@ class SessionRecall:
         return {**asdict(self), "consulted": self.consulted}
 
 
-_COUNTERS = {"search": "searches", "expand": "expands", "capture": "captures", "inject": "injections"}
+_COUNTERS = {
+    "search": "searches",
+    "expand": "expands",
+    "capture": "captures",
+    "inject": "injections",
+    "skip": "skips",
+}
 
 
 def summarise(events: list[dict[str, Any]]) -> list[SessionRecall]:

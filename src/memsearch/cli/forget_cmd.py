@@ -35,7 +35,11 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     "(e.g. '<!-- session:abc turn:t1 -->').",
 )
 @click.option(
-    "--query", "-q", default=None, help="Forget what a search for this text finds (the same hybrid search)."
+    "--query",
+    "-q",
+    default=None,
+    help="Forget what a search for this text finds (the same hybrid search); only hits at or above "
+    "the strong-match floor (search.min_relevance) are proposed.",
 )
 @click.option(
     "--top-k",
@@ -43,7 +47,7 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     type=click.IntRange(min=1, max=MAX_TOP_K),
     default=1,
     show_default=True,
-    help="With --query: how many hits to forget (a hybrid search always ranks something: read the list).",
+    help="With --query: how many of the best hits to consider (weak ones are never proposed).",
 )
 @click.option(
     "--memory-dir",
@@ -99,7 +103,9 @@ def forget(
     --query; several selectors add up. What will go
     is listed (file, lines, heading, a preview with secrets replaced) and confirmed first. A journal
     entry goes whole; a hand-written note loses the chunk's lines, which are kept for --undo. All
-    of it is removed, or nothing. --secret forgets a leaked value everywhere instead.
+    of it is removed, or nothing. --query proposes only hits that match strongly (their relevance is
+    shown); when none does, it refuses and removes nothing, --yes or not. --secret forgets a leaked
+    value everywhere instead.
 
     \b
     Example:
@@ -217,6 +223,7 @@ def _select(
         top_k=top_k,
         redactors=redactors,
         warn=lambda message: click.echo(f"Warning: {message}", err=True),
+        note=click.echo,
     )
 
 
@@ -227,6 +234,8 @@ def _show(blocks: Sequence[Block]) -> None:
         if b.heading:
             where += f"  {shown(b.heading)}"
         ids = " ".join(f"{k}:{b.anchor[k]}" for k in ("session", "turn") if b.anchor.get(k))
+        if b.relevance is not None:
+            where += f"  (relevance {b.relevance:.2f})"
         click.echo(f"  {where}" + (f"  [{shown(ids)}]" if ids else ""))
         if b.preview:
             click.echo(f"    {shown(b.preview)}")

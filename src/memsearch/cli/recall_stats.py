@@ -15,7 +15,8 @@ __all__ = ["show_recall"]
 
 def show_recall(cfg: Any, days: int, json_output: bool) -> None:
     """Print one row per session of ``cfg``'s collection in the last ``days`` days, flagging the
-    sessions where memory was never consulted (no search, no expand)."""
+    sessions where memory was never consulted (no search, no expand). ``skipped`` counts the
+    prompts whose auto-inject found nothing at or above the strong-match floor (nothing injected)."""
     from memsearch.agent.recall_log import SessionRecall
     from memsearch.agent.recall_report import report
 
@@ -31,14 +32,14 @@ def show_recall(cfg: Any, days: int, json_output: bool) -> None:
         click.echo(f"No recall events for collection {cfg.milvus.collection} in the last {days} days.")
         return
     click.echo(f"Recall, collection {cfg.milvus.collection}, last {days} days:")
-    head = ("session", "host", "started", "injected", "searches", "hits", "expands", "captures")
+    head = ("session", "host", "started", "injected", "skipped", "searches", "hits", "expands", "captures")
     table: list[tuple[str, ...]] = [head]
     for row in rows:
         try:
             started = dt.datetime.fromtimestamp(row.started).strftime("%Y-%m-%d %H:%M")
         except (OverflowError, ValueError, OSError):  # a time no calendar day holds (a damaged log)
             started = "?"
-        counts = (row.injected_tokens, row.searches, row.hits, row.expands, row.captures)
+        counts = (row.injected_tokens, row.skips, row.searches, row.hits, row.expands, row.captures)
         table.append((row.session[:36], row.host or "?", started, *(str(n) for n in counts)))
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for i, line in enumerate(table):

@@ -55,6 +55,16 @@ def _between(low: float, high: float, hint: str = "") -> Callable[[str, Any], No
     return check
 
 
+def candidate_depth(value: int) -> int:
+    """``MemSearch``'s ``search_candidates`` (``search.candidates``), checked where it enters."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
+        raise InvalidArgumentError(
+            f"search_candidates must be a whole number from 1 to {MAX_TOP_K} (got {value!r})",
+            hint="set search.candidates in that range (hits each leg fetches before fusion)",
+        )
+    return value
+
+
 def _query_length(name: str, value: str) -> None:
     if len(value) > MAX_QUERY_CHARS:
         raise InvalidArgumentError(
@@ -123,6 +133,8 @@ def _search_outbound(args: dict[str, Any]) -> dict[str, Any]:
     if args["recency_half_life"]:
         wire["recency_half_life"] = args["recency_half_life"]
         wire["today"] = day.isoformat()
+    if args["min_relevance"]:
+        wire["min_relevance"] = args["min_relevance"]
     return wire
 
 
@@ -248,6 +260,12 @@ OPERATIONS: dict[str, Operation] = {
                     ),
                 ),
                 Param("today", _DAY, None, wire=(str, _NONE)),
+                Param(
+                    "min_relevance",
+                    (int, float, _NONE),
+                    None,
+                    _between(0, 1, "give a relevance from 0 to 1, or none for every hit"),
+                ),
             ),
             here="_search_here",
             embeds=True,

@@ -126,12 +126,14 @@ class MemoryTools:
     ) -> str:
         """Search this project's long-term memory (past sessions' journals and notes) by meaning
         and keywords. Use it before answering questions about earlier work, decisions, bugs,
-        preferences or anything "we did before". Returns short snippets with a chunk hash each;
-        call expand with a hash to read the full section. A time phrase in the query ("last
-        week", "yesterday", "上周") limits the hits to those days; since/until set them instead."""
+        preferences or anything "we did before". Returns short snippets with a chunk hash each,
+        only those that match strongly (relevance 0-1 shown); call expand with a hash to read the
+        full section. A time phrase in the query ("last week", "yesterday", "上周") limits the hits
+        to those days; since/until set them instead. "No strong match" means memory holds nothing
+        on it: answer without memory, do not search again with other words."""
         prefix = self._prefix(source_prefix)
         memory = self.memory
-        half_life = self.scope.config.search.recency_half_life or None
+        config = self.scope.config.search
         hits = await self._read_index(
             lambda: memory.search(
                 query,
@@ -139,14 +141,22 @@ class MemoryTools:
                 source_prefix=prefix,
                 since=since,
                 until=until,
-                recency_half_life=half_life,
+                recency_half_life=config.recency_half_life or None,
             )
         )
         if hits is None:
             return NO_MEMORY_YET
         if not hits:
             return "No memory matches. Try other words, a wider date range, or no source_prefix."
-        return self._render_hits(hits)
+        strong = [hit for hit in hits if hit["relevance"] >= config.min_relevance]
+        if not strong:
+            best = max(hit["relevance"] for hit in hits)
+            return (
+                f"No strong match in memory: the best hit has relevance {best:.2f}, under the floor "
+                f"of {config.min_relevance:.2f}. This project's memory holds nothing on it; answer "
+                "without memory (other words will not find it)."
+            )
+        return self._render_hits(strong)
 
     async def expand(
         self,
@@ -315,7 +325,7 @@ class MemoryTools:
             day = " ".join(str(hit.get(k) or "") for k in ("date", "time")).strip() or _hit_day(hit["source"])
             meta = f"[{i}] {source}:{hit.get('start_line', '?')}-{hit.get('end_line', '?')}"
             meta += f" | {day}" if day else ""
-            meta += f" | score {hit['score']:.3f} | chunk_hash {hit['chunk_hash']}"
+            meta += f" | relevance {hit['relevance']:.2f} | chunk_hash {hit['chunk_hash']}"
             if hit.get("heading"):
                 meta += f"\nHeading: {' '.join(str(hit['heading']).split())[:200]}"
             block = f"{meta}\n{frame(self.budget.snippet(hit['content']), source)}"

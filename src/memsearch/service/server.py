@@ -96,9 +96,8 @@ class MemoryService:
     """Owns the store, the models and the watchers of one store URI; answers on a Unix socket.
 
     All engine work is scheduled by one asyncio loop in a dedicated thread; what blocks (the model,
-    an index run's upserts, a search's store work) runs on worker threads, so two clients' searches
-    use two cores (writes to the store are serialised by its driver). Connection handler threads
-    only parse, wait and reply. One
+    a search's store work, an index run's upserts: writes serialised by the store's driver) runs on
+    worker threads, so two clients' searches use two cores. Connection threads parse, wait, reply. One
     ``MemSearch`` is kept per distinct settings (collection, model, ...), so projects sharing a
     Lite database each get their own collection but share the process and the database lock.
 

@@ -10,7 +10,8 @@ driver interface (:class:`~memsearch.store.driver.StoreDriver`).
 The package is split along those parts; this module re-exports their public names, so
 ``from memsearch.store import ...`` keeps working:
 
-- :mod:`~memsearch.store.milvus`: ``MilvusStore`` (schema, writes, the search legs, queries);
+- :mod:`~memsearch.store.milvus`: ``MilvusStore`` (schema, writes, queries);
+- :mod:`~memsearch.store.searching`: its search part: the legs, their candidates, the one fusion;
 - :mod:`~memsearch.store.connect`: opening Milvus Lite (waiting for a held database) or a server;
 - :mod:`~memsearch.store.driver`: the typed driver interface, and pymilvus' client adapted to it;
 - :mod:`~memsearch.store.lite`: Milvus Lite in this process, the one package that reads
@@ -46,8 +47,14 @@ from memsearch.store.connect import CONNECT_TIMEOUT, LOCK_POLL_INTERVAL
 from memsearch.store.driver_errors import lock_holders
 from memsearch.store.filters import escape_filter_value, source_prefix_filter
 from memsearch.store.fusion import HYBRID_TILT, LEGS, RRF_K, SEARCH_MODES, fuse, hybrid_weights
-from memsearch.store.milvus import DEFAULT_COLLECTION, DEFAULT_URI, DELETE_BATCH, PAGE_SIZE, MilvusStore
-from memsearch.store.reads import IN_BATCH
+from memsearch.store.milvus import (
+    DEFAULT_COLLECTION,
+    DEFAULT_URI,
+    DELETE_BATCH,
+    IN_BATCH,
+    PAGE_SIZE,
+    MilvusStore,
+)
 from memsearch.store.rows import FIELD_MAX_BYTES, UPSERT_MAX_BYTES, UPSERT_MAX_ROWS, truncate_utf8
 
 __all__ = [

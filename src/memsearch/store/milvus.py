@@ -1,11 +1,10 @@
 """``MilvusStore``: a memsearch chunk collection in Milvus Lite or a Milvus server.
 
 Owns the collection's schema (the original's) and its life (adopt, create, drop), upsert, delete,
-the two search legs and the one place they are run and fused into a result list (``search``); its
-reads by filter are :mod:`memsearch.store.reads`' (``StoreReads``, which it derives from).
-Connecting is :mod:`memsearch.store.connect`'s. The driver is one typed interface for Lite and
-servers (:class:`~memsearch.store.driver.StoreDriver`); every call to it goes through ``_guard``,
-so every driver failure becomes a :mod:`memsearch.errors` class
+and paginated scalar queries; the search legs and their fusion are :mod:`memsearch.store.searching`'s
+(``Searching``, a part of the store). Connecting is :mod:`memsearch.store.connect`'s. The driver is one typed
+interface for Lite and servers (:class:`~memsearch.store.driver.StoreDriver`); every call to it
+goes through ``_guard``, so every driver failure becomes a :mod:`memsearch.errors` class
 (:mod:`memsearch.store.driver_errors`).
 """
 
@@ -13,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memsearch import errors
@@ -28,11 +28,10 @@ from memsearch.store.driver_errors import (
     is_driver_error,
     quiet,
 )
-from memsearch.store.filters import content_holds, source_equals
-from memsearch.store.fusion import LEGS, SEARCH_MODES, exact_holders_first, fuse, hit_to_result
-from memsearch.store.reads import StoreReads
-from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows
+from memsearch.store.filters import escape_filter_value, source_equals, source_prefix_filter
+from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows, stored_value
 from memsearch.store.schema import chunk_schema
+from memsearch.store.searching import Searching
 from memsearch.store.uri import StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
@@ -45,13 +44,14 @@ R = TypeVar("R")
 DEFAULT_URI = DEFAULT_MILVUS_URI  # the schema's default (memsearch.config.schema), under its old name
 
 PAGE_SIZE = 1000  # rows per query page (Milvus caps offset+limit at 16384)
+IN_BATCH = 256  # values per ``source in [...]`` query
 DELETE_BATCH = 1000  # primary keys per delete call
 
 _DESCRIPTION_PROPERTY = "memsearch.description"
 _COLLECTION_NOT_FOUND = 100  # Milvus error code
 
 
-class MilvusStore(StoreReads):
+class MilvusStore(Searching):
     """A memsearch chunk collection in Milvus Lite (a local ``.db`` directory) or a Milvus server.
 
     ``dimension=None`` opens read-only: a missing collection is never created, and reads on it
@@ -264,9 +264,9 @@ class MilvusStore(StoreReads):
         """Before the first tokenising call on Lite, prepare jieba in this process (see prepare_jieba)."""
         if self._analyzer_ready:
             return
-        if self._location.is_local and self._analyzer == "jieba":
-            prepare_jieba()  # (idempotent, under its own lock: searches on two threads wait for it)
         self._analyzer_ready = True
+        if self._location.is_local and self._analyzer == "jieba":
+            prepare_jieba()
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -349,119 +349,131 @@ class MilvusStore(StoreReads):
             self._guard(self._driver().drop_collection, self._collection)
         self._exists = False
 
-    # -- searching ----------------------------------------------------------------------------
+    # -- scalar queries -----------------------------------------------------------------------
 
-    def search(
-        self,
-        query_embedding: Sequence[float],
-        *,
-        query_text: str = "",
-        top_k: int = 10,
-        filter_expr: str = "",
-        mode: str = "hybrid",
-        weights: tuple[float, float] | None = None,
-        leg_hits: Mapping[str, list[Any]] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists.
+    def _iter_rows(self, filter_expr: str, fields: list[str]) -> Iterator[dict[str, Any]]:
+        """All rows matching ``filter_expr``, a page at a time.
 
-        ``weights`` (dense, BM25) makes the fusion weighted RRF (see :func:`fuse`); ``None`` is plain
-        RRF, as in the original (the fusion Milvus' RRF ranker computes; only the order of exact
-        ties may differ). The fusion is computed here from the two legs' hits, the same way on
-        Lite and on a server. ``mode`` ``"dense"`` or ``"sparse"`` asks one leg alone (the
-        evaluation's baselines); its ``score`` is that leg's own measure: cosine similarity, or the
-        BM25 score.
-
-        This is the one place the legs are run and fused. ``leg_hits`` holds the raw hits of legs
-        the caller already ran with :meth:`search_leg` (same ``top_k`` and ``filter_expr``), by leg
-        name: ``MemSearch.search`` runs the BM25 leg on a cold start while the model embeds the
-        query. The legs not in it are run here.
-        """
-        if mode not in SEARCH_MODES:
-            raise errors.ConfigValueError(
-                f"Unknown search mode '{mode}'. Valid: {', '.join(SEARCH_MODES)}",
-                hint="use 'hybrid' (the default), 'dense' or 'sparse'",
-            )
-        queries: dict[str, Sequence[float] | str] = {"dense": query_embedding, "sparse": query_text}
-        done = leg_hits or {}
-
-        def hits(leg: str) -> list[Any]:
-            if leg in done:
-                return done[leg]
-            return self.search_leg(leg, queries[leg], top_k=top_k, filter_expr=filter_expr)
-
-        if mode in LEGS:
-            score = LEGS[mode][2]
-            return [hit_to_result(hit, score) for hit in hits(mode)]
-        ranked = {leg: hits(leg) for leg in LEGS}
-        if weights and query_text:
-            ranked["sparse"] = exact_holders_first(
-                query_text, ranked["sparse"], top_k, self._holders(filter_expr)
-            )
-        return fuse(ranked, weights, top_k, query_text)
-
-    def _holders(self, filter_expr: str) -> Callable[[str, int], list[dict[str, Any]]]:
-        """``(text, limit)`` -> rows whose content holds ``text`` literally (within ``filter_expr``)."""
-
-        def rows(text: str, limit: int) -> list[dict[str, Any]]:
-            expr = content_holds(text) + (f" and ({filter_expr})" if filter_expr else "")
-            return list(
-                self._guard(
-                    self._driver().query,
-                    self._collection,
-                    filter=expr,
-                    output_fields=QUERY_FIELDS,
-                    limit=limit,
-                )
-            )
-
-        return rows
-
-    def search_leg(
-        self, leg: str, query: Sequence[float] | str, *, top_k: int, filter_expr: str = ""
-    ) -> list[Any]:
-        """One retriever's raw hits, best first: ``"dense"`` (``query`` is the embedding) or
-        ``"sparse"`` (``query`` is the text, scored by BM25). Combine legs with :func:`fuse`.
-
-        The two legs are separate calls so a caller can run the BM25 leg before the query vector
-        exists (``MemSearch.search`` does on a cold start, while the model loads).
+        One plain query answers small results; when a full page comes back, a query iterator
+        (primary-key cursor) walks the rest without Milvus's 16,384 offset+limit window.
         """
         self._require_collection()
-        if top_k <= 0:
-            return []
-        field, params, _ = LEGS[leg]
-        if leg == "sparse":
-            self._ready_analyzer()
-        data: list[Any] = [query or ""] if leg == "sparse" else [list(query)]
+        page = max(1, int(self.page_size))
+        first = self._guard(
+            self._driver().query, self._collection, filter=filter_expr, output_fields=fields, limit=page
+        )
+        if len(first) < page:
+            yield from first
+            return
+        iterator = self._guard(
+            self._driver().query_iterator,
+            self._collection,
+            batch_size=page,
+            filter=filter_expr,
+            output_fields=fields,
+        )
         try:
-            found = self._guard(
-                self._driver().search,
-                self._collection,
-                data=data,
-                anns_field=field,
-                search_params=params,
-                limit=top_k,
-                filter=filter_expr,
-                output_fields=QUERY_FIELDS,
-            )
-        except errors.CollectionNotFoundError:
-            raise
-        except errors.StoreError:
-            # BM25 over an empty collection can fail on Milvus server (NaN average length). Row-count
-            # stats lag there, so ask a consistent query instead of trusting them.
-            if self._is_empty():
-                return []
-            raise
-        return list(found[0]) if found else []
+            while True:
+                batch = self._guard(iterator.next)
+                if not batch:
+                    return
+                yield from batch
+        finally:
+            with contextlib.suppress(Exception), quiet():
+                iterator.close()
 
-    def _is_empty(self) -> bool:
+    def query(self, *, filter_expr: str = "") -> list[dict[str, Any]]:
+        """Every chunk matching ``filter_expr`` (all chunks when empty), with the seven result fields."""
+        expr = filter_expr or 'chunk_hash != ""'
+        return [
+            {field: row.get(field) for field in QUERY_FIELDS} for row in self._iter_rows(expr, QUERY_FIELDS)
+        ]
+
+    def rows_after(self, after: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` rows whose chunk ID sorts after ``after`` (``""``: from the first), in
+        chunk-ID order, each with its vector (as floats): the store a page at a time, from any
+        page on (``memsearch migrate``)."""
+        self._require_collection()
+        expr = f'chunk_hash > "{escape_filter_value(after)}"' if after else 'chunk_hash != ""'
+        fields = [*QUERY_FIELDS, "embedding"]
+        iterator = self._guard(
+            self._driver().query_iterator,
+            self._collection,
+            batch_size=limit,
+            filter=expr,
+            output_fields=fields,
+        )
+        try:
+            rows = self._guard(iterator.next)
+        finally:
+            with contextlib.suppress(Exception), quiet():
+                iterator.close()
+        return [
+            {
+                **{field: row.get(field) for field in QUERY_FIELDS},
+                "embedding": [float(x) for x in row["embedding"]],
+            }
+            for row in rows[:limit]
+        ]
+
+    def export_page(self, after: str, limit: int) -> dict[str, Any]:
+        """The store a page at a time, for a copy of it (``memsearch migrate``): ``rows``, as
+        :meth:`rows_after` gives them, and ``store``, what a copy needs to know of the store (its
+        ``uri``, ``collection``, ``count`` of chunks, vector ``dimension`` and BM25 ``analyzer``)."""
+        rows = self.rows_after(after, limit)
+        store = {"uri": self.uri, "collection": self._collection, "count": self.count()}
+        return {"store": {**store, "dimension": self.dimension, "analyzer": self.analyzer}, "rows": rows}
+
+    def get_by_hash(self, chunk_hash: str) -> dict[str, Any] | None:
+        """The chunk with this primary key, or None."""
+        self._require_collection()
         rows = self._guard(
             self._driver().query,
             self._collection,
-            filter='chunk_hash != ""',
-            output_fields=["chunk_hash"],
+            filter=f'chunk_hash == "{escape_filter_value(chunk_hash)}"',
+            output_fields=QUERY_FIELDS,
             limit=1,
         )
-        return not rows
+        return {field: rows[0].get(field) for field in QUERY_FIELDS} if rows else None
+
+    def hashes_by_source(self, source: str) -> set[str]:
+        """Chunk hashes stored for one source file."""
+        return {row["chunk_hash"] for row in self._iter_rows(source_equals(source), ["chunk_hash"])}
+
+    def hashes_by_sources(self, sources: Iterable[str]) -> dict[str, set[str]]:
+        """Chunk hashes for many source files with few queries; every requested source is a key."""
+        wanted = list(dict.fromkeys(sources))
+        result: dict[str, set[str]] = {source: set() for source in wanted}
+        by_stored: dict[str, list[str]] = {}
+        for source in wanted:
+            by_stored.setdefault(stored_value("source", source), []).append(source)
+        stored = list(by_stored)
+        for batch in chunked(stored, max(1, IN_BATCH)):
+            values = ", ".join(f'"{escape_filter_value(value)}"' for value in batch)
+            for row in self._iter_rows(f"source in [{values}]", ["chunk_hash", "source"]):
+                for source in by_stored.get(row["source"], ()):
+                    result[source].add(row["chunk_hash"])
+        return result
+
+    def sources_with_counts(self, under: str = "") -> dict[str, int]:
+        """Every indexed source file (at or under the file or folder ``under``) with its chunks."""
+        expr = source_prefix_filter(under) if under else 'chunk_hash != ""'
+        return dict(Counter(row["source"] for row in self._iter_rows(expr, ["source"])))
+
+    def indexed_sources(self) -> set[str]:
+        """Every source file that has at least one chunk (on Milvus Lite from the search snapshot's
+        arrays when it is flushed: ``LiteSearcher.distinct``)."""
+        self._require_collection()
+        fast = self._guard(self._driver().distinct, self._collection, "source")
+        if fast is not None:
+            return {str(source) for source in fast}
+        return set(self.sources_with_counts())
+
+    def count(self) -> int:
+        """Number of chunks, from a consistent ``count(*)`` (row-count stats lag on a server)."""
+        self._require_collection()
+        rows = self._guard(self._driver().query, self._collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
 
     def flush(self) -> None:
         """Seal recent writes. On Milvus Lite, rows still in the write buffer are searched row by row

@@ -10,9 +10,10 @@ capture (docs/scaling.md). Now that search derives only what the write changed:
 - :func:`live_masks`: the live rows of a snapshot from the engine's own key maps (``pk_to_row``):
   only the keys of the segments other than the largest are looked up, and only the tombstones'
   keys; the engine walks every key of every segment.
-- :class:`SegmentArrays`: per segment, its BM25 postings (built once) and its unit vectors of the
-  live rows; when rows die (they only ever die in a sealed segment) the unit vectors are taken from
-  the previous ones (a copy of the rows left) instead of normalised again.
+- :class:`SegmentArrays`: per segment, its BM25 postings (built once), the masks of its long
+  filters (a window of days), and its unit vectors of the live rows; when rows die (they only ever
+  die in a sealed segment) the unit vectors are taken from the previous ones (a copy of the rows
+  left) instead of normalised again.
 
 Each array repeats the engine's arithmetic so that answers stay the engine's own, bit for bit (see
 ``fast_search``). :func:`share_engine_vectors` also gives back memory the engine holds twice.
@@ -157,6 +158,10 @@ class SegmentArrays:
         self.bm25: dict[str, Bm25 | None] = {}
         #: Whether :func:`share_engine_vectors` ran for it.
         self.shared = False
+        #: A long filter's text -> the engine's mask of it over this segment (``LiteSearcher``'s
+        #: ``_filter_mask``; a window of days asks for the same one at every search, and a write
+        #: that leaves this segment as it is leaves its masks valid).
+        self.masks: dict[str, Any] = {}
         #: field -> (source vectors, live mask they were taken for, unit vectors of those rows)
         self._unit: dict[str, tuple[Any, Any, Any]] = {}
 
