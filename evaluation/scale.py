@@ -56,10 +56,13 @@ from evaluation.scale_setup import Size, Tool, prepare  # noqa: E402
 SIZES = (10_000, 30_000, 100_000)
 README = ROOT / "evaluation" / "README.md"
 START, END = "<!-- scale-tables:start -->", "<!-- scale-tables:end -->"
-#: Client processes searching at once in the concurrent rows.
+#: Client processes searching at once in the concurrent rows (``--clients``).
 CLIENTS = 16
 #: The watch rows' debounce: the edit's latency is then the indexing, not the wait for quiet.
 DEBOUNCE_MS = 100
+#: Seconds a watch has to say it indexed an edit (``--edit-timeout``; one file: the original's first
+#: edit after its start fails ~40 s later, "Event loop is closed"; the bench counts it and goes on).
+EDIT_TIMEOUT = 60.0
 
 
 @dataclass
@@ -220,19 +223,23 @@ def with_service(b: Bench) -> None:
                     pct(orig["took"], q) if orig else None,
                 )
             )
-        many = searchers(ours, search_kwargs(ours, b.model_url), QUERIES, processes=CLIENTS, passes=2)
+        many = searchers(ours, search_kwargs(ours, b.model_url), QUERIES, processes=b.args.clients, passes=2)
         many_orig = (
             searchers(
-                b.original, search_kwargs(b.original, b.model_url), QUERIES[:2], processes=CLIENTS, passes=1
+                b.original,
+                search_kwargs(b.original, b.model_url),
+                QUERIES[:2],
+                processes=b.args.clients,
+                passes=1,
             )
             if b.original
             else None
         )
-        failed = f"{many_orig['failures']} of {CLIENTS} processes fail" if many_orig else ""
+        failed = f"{many_orig['failures']} of {b.args.clients} processes fail" if many_orig else ""
         for q, label in ((0.5, "p50"), (0.95, "p95")):
             b.add(
                 Figure(
-                    f"search {label}, {CLIENTS} `MemSearch` processes at once",
+                    f"search {label}, {b.args.clients} `MemSearch` processes at once",
                     "ms",
                     pct(many["took"], q),
                     original_text=failed,
@@ -242,15 +249,15 @@ def with_service(b: Bench) -> None:
             )
         if many["failures"]:
             raise SystemExit(f"ours: {many['failures']} concurrent searchers failed: {many['first_failure']}")
-        cli = cli_searches(ours, QUERIES, processes=CLIENTS, each=2)
+        cli = cli_searches(ours, QUERIES, processes=b.args.clients, each=2)
         for q, label in ((0.5, "p50"), (0.95, "p95")):
-            b.add(Figure(f"CLI `search` {label}, {CLIENTS} at once", "s", pct(cli["took"], q)))
+            b.add(Figure(f"CLI `search` {label}, {b.args.clients} at once", "s", pct(cli["took"], q)))
         window(b)
         stats_routed = median([run(ours, "stats")[0] for _ in range(b.args.repeat)])
         b.add(Figure("`stats` with the service running", "s", stats_routed))
         changed_routed(b)
         forget(b)
-        time.sleep(12)  # past the service's heap trim (memsearch.heap, every 10 s)
+        time.sleep(b.args.settle)  # past the service's heap trim (memsearch.heap, every 10 s)
         b.add(
             Figure(
                 "service steady RSS (original: its in-process search's peak)",
@@ -343,7 +350,7 @@ def watch(b: Bench) -> None:
                 journal = b.journal(t)
                 written = time.perf_counter()
                 append_turn(journal, 4000 + i)
-                seen = w.wait_for(re.escape(journal.name), written, timeout=120)
+                seen = w.wait_for(re.escape(journal.name), written, timeout=b.args.edit_timeout)
                 if isinstance(seen, str):
                     failures.append(seen)
                 else:
@@ -477,6 +484,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="", help="only these row groups: " + ", ".join(GROUPS))
     parser.add_argument("--repeat", type=int, default=3, help="runs per timed command (median; default 3)")
     parser.add_argument("--no-original", action="store_true", help="leave the original out")
+    parser.add_argument(
+        "--clients", type=int, default=CLIENTS, help=f"client processes at once (default {CLIENTS})"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=12.0, help="seconds before the service's RSS is read (default 12)"
+    )
+    parser.add_argument(
+        "--edit-timeout",
+        type=float,
+        default=EDIT_TIMEOUT,
+        help=f"seconds a watch has to index an edit before it counts as failed (default {EDIT_TIMEOUT:g})",
+    )
+    parser.add_argument("--cache", type=Path, default=None, help="where the stores are built and kept")
     parser.add_argument("--rebuild", action="store_true", help="build the stores again")
     parser.add_argument(
         "--build-only", action="store_true", help="build (or restore) the stores, measure nothing"
@@ -491,7 +511,9 @@ def main(argv: list[str] | None = None) -> None:
     blocks: dict[int, str] = {}
     with serving_hashed_vectors() as hash_url, serving_packaged_model() as model_url:
         for chunks in sizes:
-            size = prepare(chunks, hash_url, with_original=not args.no_original, rebuild=args.rebuild)
+            size = prepare(
+                chunks, hash_url, with_original=not args.no_original, rebuild=args.rebuild, cache=args.cache
+            )
             if args.build_only:
                 continue
             for tool in size.tools:

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -66,15 +67,10 @@ def counted(tool: Tool, *args: str, env: dict[str, str] | None = None) -> dict[s
             "PYTHONPATH": os.pathsep.join(filter(None, [str(PROBE), tool.env().get("PYTHONPATH", "")])),
             "MEMSEARCH_SCALE_ROWS": str(rows),
         }
-        command = [
-            "strace",
-            "-f",
-            "-qq",
-            "-o",
-            str(trace),
-            "-e",
-            "trace=stat,lstat,newfstatat,statx,open,openat",
-        ]
+        if shutil.which("strace") is None:
+            raise ScaleError("the counting runs need strace (apt-get install strace)")
+        calls = "trace=stat,lstat,newfstatat,statx,open,openat"
+        command = ["strace", "-f", "-qq", "-o", str(trace), "-e", calls]
         proc = subprocess.run(
             [*command, *tool.command(*args)],
             env=tool.env(**more),

@@ -151,11 +151,13 @@ def log(message: str) -> None:
     print(f"  {message}", file=sys.stderr, flush=True)
 
 
-def prepare(chunks: int, hash_url: str, *, with_original: bool, rebuild: bool = False) -> Size:
-    """The size ``chunks`` ready to measure: built (or taken from the cache), then restored from
-    its pristine copy so that every run starts from the same files."""
-    root = CACHE / str(chunks)
-    pristine = CACHE / f"{chunks}.pristine"
+def prepare(
+    chunks: int, hash_url: str, *, with_original: bool, rebuild: bool = False, cache: Path | None = None
+) -> Size:
+    """The size ``chunks`` ready to measure: built (or taken from ``cache``, default :data:`CACHE`),
+    then restored from its pristine copy so that every run starts from the same files."""
+    root = (cache or CACHE) / str(chunks)
+    pristine = (cache or CACHE) / f"{chunks}.pristine"
     ours, original = tools_at(root, with_original)
     size = Size(chunks, root, ours, original)
     stamp = _stamp(chunks)
