@@ -71,10 +71,17 @@ def is_summary(call: ModelCall) -> bool:
     return "=== Transcript of a conversation between User and OpenCode ===" in call.user_text
 
 
+def summary(call: ModelCall) -> Answer:
+    """The fake summariser's bullets: they name the turn's topic, as a real summary does (a recall
+    search finds a turn by what its summary says: hits under the strong-match floor are withheld)."""
+    topic = " about the invoice exporter's queue" if "invoice exporter" in call.user_text else ""
+    return Answer(text=f"- {SUMMARY_BULLET}{topic}.\n- The turn was recorded.")
+
+
 @pytest.fixture
 def api() -> Iterator[FakeModelAPI]:
     with running_model_api() as served:
-        served.on(is_summary, Answer(text=f"- {SUMMARY_BULLET}.\n- The turn was recorded."))
+        served.on(is_summary, summary)
         yield served
 
 

@@ -221,7 +221,9 @@ def test_cli_search_reranks_with_jev(cli_run, jev_env: FakeJev) -> None:
     (request,) = jev_env.requests
     assert request.body["model"] == "jev-1.13.0"
     assert request.body["state"] == {"query_excerpt": "file watcher missed renamed files"}
-    assert len(request.body["questions"]) == 6  # 3 x top_k hybrid candidates
+    # the reranker sees a fixed 30 hybrid candidates whatever -k is (rank once, cut late): here every
+    # one of the 9 chunks
+    assert len(request.body["questions"]) == 9
     assert [h["heading"] for h in hits] == ["Coding conventions", "15:30"]
     assert [h["score"] for h in hits] == [0.95, 0.6]
     assert hits[1]["chunk_hash"] == plain[0]["chunk_hash"]
@@ -262,4 +264,4 @@ async def test_memsearch_api_reranks_with_jev(jev_env: FakeJev, tmp_path: Path) 
         await ms.index()
         hits = await ms.search("backup job", top_k=1)
     assert [(h["heading"], h["score"]) for h in hits] == [("Note 1", 0.9)]
-    assert len(jev_env.requests[0].body["questions"]) == 3  # 3 x top_k candidates
+    assert len(jev_env.requests[0].body["questions"]) == 5  # every chunk: fewer than the 30 candidates

@@ -194,6 +194,36 @@ def test_install_refuses_to_overwrite_a_users_skill(w: World) -> None:
     assert "deploy.sh" in mine.read_text()
 
 
+def test_an_installed_copy_never_carries_a_secret(w: World) -> None:
+    """The copy in an agent's skills folder is a door (a model reads it): a secret in the
+    candidate (drafted with redaction off, or typed in by hand) stays in the store."""
+    key = "AKIA" + "Z7Q4XK2MPL8VN3RT"
+    proc = w.run(
+        "add",
+        "--name",
+        "Deploy to staging",
+        "--description",
+        DESC,
+        "--body-file",
+        "-",
+        stdin=BODY + f"4. export AWS_ACCESS_KEY_ID={key}\n",
+        MEMSEARCH_REDACT="0",
+    )
+    assert proc.returncode == 0, proc.stderr
+    (candidate,) = (w.ms / "skill-candidates").glob("*/SKILL.md")
+    assert key in candidate.read_text()
+    assert w.run("install", "deploy-to-staging", "--platform", "claude-code").returncode == 0
+    installed = w.project / ".claude/skills/deploy-to-staging/SKILL.md"
+    text = installed.read_text()
+    assert key not in text and "[REDACTED:" in text and "deploy.sh" in text
+    assert key in candidate.read_text()
+    # the redacted copy is memsearch's own: listed as installed, current, and reinstalled as unchanged
+    assert "[installed]" in w.run("list").stdout
+    assert "is edited" not in w.run("status").stdout
+    again = w.run("install", "deploy-to-staging", "--platform", "claude-code")
+    assert again.returncode == 0 and "replaced" not in again.stdout, again.stdout
+
+
 def test_an_update_is_reported_and_reinstalled(w: World) -> None:
     # original: test_installed_skill_source_keeps_evolving (update ready after the source evolved)
     w.add()

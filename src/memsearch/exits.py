@@ -48,7 +48,7 @@ DOORS: dict[str, str] = {
     "model": "any text framed for a model (agent.framing.frame)",
     "maintenance": "the prompt a maintenance task sends its model",
     "compact": "the chunks `compact` sends its model",
-    "skills": "skill candidates as `memsearch skills list` shows them",
+    "skills": "skill candidates as `memsearch skills list` shows them, and the copy `skills install` writes",
     "recall-log": "a query written to the recall log",
     "console": "every memory text a page or a JSON answer of `memsearch ui` shows (memsearch.console.exits)",
 }

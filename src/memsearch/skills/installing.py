@@ -113,13 +113,15 @@ def install_candidate(
                 f"{candidate.path} is not a regular file of the store; nothing was installed"
             )
         digest = content_hash(data)
+        shown = _shown(data)
+        shown_digest = content_hash(shown)
         targets = list(
             dict.fromkeys(Path(d).expanduser().absolute() / candidate.slug / SKILL_FILE for d in destinations)
         )
         plan: list[tuple[Path, str]] = []
         foreign: list[Path] = []
         for target in targets:
-            action = _action(target, data)
+            action = _action(target, shown)
             if action == "foreign":
                 foreign.append(target)
             else:
@@ -140,8 +142,8 @@ def install_candidate(
                 backup = _free_backup_name(target)
                 os.replace(target, backup)
             if action != "unchanged":
-                atomic_write(target, data)
-            written.record_install(target, digest)
+                atomic_write(target, shown)
+            written.record_install(target, shown_digest)
             results.append(InstallResult(target, action, backup))
         ensure_repo(root)
         keep_manual_edits(root, f"Install {candidate.slug}")
@@ -149,7 +151,7 @@ def install_candidate(
         installs: dict[str, Any] = (
             dict(meta.get("installs") or {}) if isinstance(meta.get("installs"), dict) else {}
         )
-        installs.update({str(r.path): digest for r in results})
+        installs.update({str(r.path): shown_digest for r in results})
         now = utc_now()
         meta.setdefault("name", candidate.slug)
         meta.setdefault("created_at", now)
@@ -161,6 +163,16 @@ def install_candidate(
         write_meta(candidate.path.parent, meta)
         commit_all(root, f"Install {candidate.slug} -> {len(results)} folder(s)")
     return results
+
+
+def _shown(data: bytes) -> bytes:
+    """The candidate as it may go to the agents' skills folders, where a model reads it (the exit
+    door ``skills``): a secret typed into the candidate by hand, or drafted with redaction off,
+    stays in the store, never in an installed copy. Bytes that are not UTF-8 survive unchanged."""
+    from memsearch import exits
+
+    text = data.decode("utf-8", errors="surrogateescape")
+    return exits.out(text, "skills").encode("utf-8", errors="surrogateescape")
 
 
 def _action(target: Path, data: bytes) -> str:
