@@ -68,6 +68,13 @@ bench: $(VENV)/.installed
 secrets: $(VENV)/.installed
 	$(BIN)/python -m evaluation.secrets $(if $(SECRETS_ENGINES),--engines-python $(SECRETS_ENGINES))
 
+## How costs grow from 10,000 to 100,000 chunks, beside the original (evaluation/scale.py): the
+## stores are built once into evaluation/.cache/scale (the original's 100,000-chunk index takes an
+## hour or more on two cores); prints the tables and writes them into evaluation/README.md.
+## SCALE_ARGS passes more options (e.g. --sizes 10000 --no-original).
+bench-scale: $(VENV)/.installed
+	$(BIN)/python -m evaluation.scale --update-readme $(SCALE_ARGS)
+
 ## A memory service under steady use for SOAK_MINUTES (default 30): RSS, fds and threads over time.
 SOAK_MINUTES ?= 30
 soak: $(VENV)/.installed

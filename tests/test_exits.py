@@ -67,6 +67,7 @@ CLI_COMMANDS = {
     "service": "services: PIDs, stores, command lines",
     "summarize": "the summary of a transcript read from stdin (the capture side: boundary 'summary')",
     "ui": "driven (every page and JSON answer: the door 'console'; more in tests/test_console.py)",
+    "migrate": "counts and the two stores' URIs (the rows it copies go to the other store, not out)",
 }
 #: Host events: driven below, or what they show instead.
 HOST_EVENTS = {
@@ -87,6 +88,7 @@ OPERATIONS = {
     "count": "a count",
     "reset": "nothing",
     "purge": "counts (files rewritten, rows dropped)",
+    "export_page": "rows as stored with their vectors, for `migrate` to write into another store",
 }
 #: Doors that catch what another door should have caught (nothing reaches them unredacted when the
 #: others work): the frame around any model-bound text, and the maintenance prompt as a whole.
@@ -444,3 +446,32 @@ def test_every_door_is_named_and_used() -> None:
     calls = _door_calls()
     assert [c for c in calls if c[1] not in exits.DOORS] == []
     assert set(exits.DOORS) == {door for _, door in calls}
+
+
+def test_the_exits_read_the_configuration_once_while_it_is_unchanged(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every hit of a search, every note ``recent`` lists, passes a door: the redaction patterns of
+    the configuration are read once while its files are unchanged (reading and checking them per
+    text was most of a search through the memory service: ~10 reads for five hits), and again
+    once a file changes."""
+    import tomllib
+
+    from memsearch import exits
+
+    config = Path.home() / ".memsearch" / "config.toml"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text('[redact]\npatterns = ["ticket=ticket-[0-9]{4}"]\n', encoding="utf-8")
+    reads: list[object] = []
+    original = tomllib.load
+    monkeypatch.setattr(tomllib, "load", lambda fh, **kw: reads.append(fh) or original(fh, **kw))
+    hits = [{"content": f"see ticket-{1000 + i} and more", "heading": "h"} for i in range(5)]
+    shown = [exits.fields(hit, "search") for hit in hits]
+    assert all("ticket-" not in hit["content"] for hit in shown)
+    assert len(reads) == 1
+    config.write_text(
+        '[redact]\npatterns = ["ticket=ticket-[0-9]{4}", "phrase=and more"]\n', encoding="utf-8"
+    )
+    os.utime(config, ns=(1, 1))  # (a second edit within the same clock tick still counts)
+    assert "and more" not in exits.out("see ticket-1234 and more", "search")
+    assert len(reads) == 2

@@ -385,3 +385,33 @@ async def test_without_the_cache_a_step_embeds_each_text_once(tmp_path: Path) ->
         str(tmp_path / "notes" / "a.md"),
         str(tmp_path / "notes" / "b.md"),
     }
+
+
+def test_a_manifest_this_process_wrote_is_not_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory service indexes the same folders on every hook capture: a manifest it wrote
+    itself and nobody changed since is not parsed again (10,000 files: ~40 ms of each one-file
+    change), and one another process rewrote is."""
+    import json
+
+    from memsearch.engine.manifest import FileEntry, Manifest
+    from memsearch.files import atomic_write
+
+    path, fingerprint = tmp_path / "manifest.json", {"model": "m"}
+    manifest = Manifest.load(path, fingerprint)
+    manifest.files = {f"/n/{i}.md": FileEntry(10, i, "ab" * 32, 1) for i in range(2000)}
+    manifest.save()
+    parses: list[int] = []
+    original = json.loads
+    monkeypatch.setattr(json, "loads", lambda text, **kw: parses.append(len(text)) or original(text, **kw))
+    again = Manifest.load(path, fingerprint)
+    assert again.files == manifest.files and not parses
+    again.files.pop("/n/0.md")  # a run's own copy: the next load still sees the file's entries
+    assert "/n/0.md" in Manifest.load(path, fingerprint).files and not parses
+
+    data = json.dumps(
+        {"version": 1, "fingerprint": fingerprint, "files": {"/n/x.md": vars(FileEntry(1, 2, "cd" * 32))}}
+    )
+    atomic_write(path, data)  # as another process writes it
+    assert list(Manifest.load(path, fingerprint).files) == ["/n/x.md"] and parses

@@ -406,16 +406,12 @@ class MemSearch:
         from memsearch.compact import DEFAULT_TOKEN_BUDGET, compact_memory, output_base
         from memsearch.llm import LLMSettings
 
-        llm = LLMSettings(
-            llm_provider or "openai", llm_model or None, llm_base_url or None, llm_api_key or None
-        )
+        chosen = (llm_model, llm_base_url, llm_api_key)
+        llm = LLMSettings(llm_provider or "openai", *(value or None for value in chosen))
+        budget = DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
+        base = output_base(output_dir, self._paths)
         result = await compact_memory(
-            self,
-            source=source,
-            llm=llm,
-            prompt_template=prompt_template,
-            base_dir=output_base(output_dir, self._paths),
-            token_budget=DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget,
+            self, source=source, llm=llm, prompt_template=prompt_template, base_dir=base, token_budget=budget
         )
         return result.summary
 
@@ -486,8 +482,8 @@ class MemSearch:
         from memsearch import exits
         from memsearch.engine.time_search import timed_search
 
-        # the store may hold unredacted text (an index the original built): hits leave redacted
-        return [exits.fields(hit, "search") for hit in await timed_search(self, query, **options)]
+        red = exits.redactor()  # hits leave redacted: the store may hold text the original stored
+        return [exits.fields(hit, "search", using=red) for hit in await timed_search(self, query, **options)]
 
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""
@@ -524,6 +520,13 @@ class MemSearch:
                 return 0
             raise
 
+    def export_page(self, after: str = "", limit: int = 500) -> dict[str, Any]:
+        """The store a page at a time, with its vectors, for a copy of it: ``MilvusStore.export_page``."""
+        return dict(self._now("export_page", locals()))
+
+    def _export_page_here(self, after: str, limit: int) -> dict[str, Any]:
+        return self._read_store().export_page(after, limit)
+
     def reset(self) -> None:
         """Drop the collection and forget the manifest; the markdown files are untouched. Works on a
         damaged Milvus Lite collection too (StoreDamagedError's hint names this way out): the
@@ -535,12 +538,9 @@ class MemSearch:
 
         try:
             store = self._read_store()
-        except StoreDamagedError:
-            store = self._open_store(None, adopt=False)
-            try:
-                store.drop()
-            finally:
-                store.close()
+        except StoreDamagedError:  # dropped without reading it
+            with self._open_store(None, adopt=False) as damaged:
+                damaged.drop()
         else:
             store.drop()
         self.forget_manifest()

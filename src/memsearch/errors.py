@@ -89,6 +89,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             CollectionNotFoundError
             DimensionMismatchError (ValueError)
                 OriginalModelMissingError
+            MigrationError
             StoreConnectionError (RuntimeError)
                 StoreLockedError
             StoreDamagedError
@@ -233,6 +234,11 @@ class DimensionMismatchError(StoreError, ValueError):
 class OriginalModelMissingError(DimensionMismatchError):
     """An index the original memsearch built with its default model (bge-m3, 1024-d), opened with
     our default model, and that model is not in the local HuggingFace cache."""
+
+
+class MigrationError(StoreError):
+    """``memsearch migrate`` cannot copy, or its copy does not match the source (the source is
+    never changed): the destination is the source, or holds other chunks."""
 
 
 class CollectionNotFoundError(StoreError):

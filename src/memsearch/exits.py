@@ -26,6 +26,7 @@ count there means a memory file (or the index) holds a secret, and ``memsearch s
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,25 +72,62 @@ def redactor(cfg: Any = None) -> Redactor:
 
     try:
         if cfg is None:
-            from memsearch.config import resolve_config
-
-            cfg = resolve_config()
+            return _configured()
         settings = cfg.redact
         return _built(tuple(settings.patterns), tuple(settings.allow))
     except (MemSearchError, OSError, ValueError, AttributeError):
         return _built((), ())
 
 
-def out(text: str, door: str, cfg: Any = None, *, fragment: bool = False) -> str:
+#: The configured redactor, with the identity of the files it was read from (see _configured).
+_last: tuple[Any, Redactor] | None = None
+
+
+def _configured() -> Redactor:
+    """The resolved configuration's redactor, read again only when its files changed.
+
+    Why: every hit of a search and every note ``recent`` lists leaves through a door; resolving the
+    configuration for each (reading, parsing and checking both files) was ~10 reads per search of
+    five hits, most of a search through the memory service. The files' identities (path, inode,
+    size, modification time) are ~15 ``stat`` calls; a changed or new file is read again."""
+    global _last
+    from memsearch.config.files import find_project_config, global_config_path
+
+    key = tuple(_identity(path) for path in (global_config_path(), find_project_config()))
+    known = _last
+    if known is not None and known[0] == key:
+        return known[1]
+    from memsearch.config import resolve_config
+
+    settings = resolve_config().redact
+    built = _built(tuple(settings.patterns), tuple(settings.allow))
+    _last = (key, built)
+    return built
+
+
+def _identity(path: Any) -> Any:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (str(path), None)
+    return (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def out(
+    text: str, door: str, cfg: Any = None, *, fragment: bool = False, using: Redactor | None = None
+) -> str:
     """``text`` as it may leave memsearch through ``door`` (a key of :data:`DOORS`): private spans
     out, secrets replaced by ``[REDACTED:<kind>]``. ``fragment``: ``text`` is a piece cut from a
     file (a stored chunk), so a ``</private>`` with nothing open closes a block begun above it
-    (:func:`memsearch.redact.private_spans`). Never raises for the text's sake."""
+    (:func:`memsearch.redact.private_spans`). ``using``: the :func:`redactor` a caller passing many
+    texts at once took (else ``cfg``'s). Never raises for the text's sake."""
     if door not in DOORS:
         raise KeyError(f"{door!r} is not a door of memsearch.exits.DOORS")
     if not text:
         return text
-    result = redactor(cfg).redact(text, fragment=fragment)
+    result = (using or redactor(cfg)).redact(text, fragment=fragment)
     if result.counts:
         from memsearch import redact
 
@@ -98,13 +136,19 @@ def out(text: str, door: str, cfg: Any = None, *, fragment: bool = False) -> str
 
 
 def fields(
-    row: Mapping[str, Any], door: str, keys: tuple[str, ...] = ("content", "heading"), cfg: Any = None
+    row: Mapping[str, Any],
+    door: str,
+    keys: tuple[str, ...] = ("content", "heading"),
+    cfg: Any = None,
+    *,
+    using: Redactor | None = None,
 ) -> dict[str, Any]:
     """A copy of ``row`` (a search hit, a stored chunk: a fragment of its file) with its text
-    ``keys`` passed through :func:`out`."""
+    ``keys`` passed through :func:`out` (``using``: as there)."""
     shown = dict(row)
+    using = using or redactor(cfg)
     for key in keys:
         value = shown.get(key)
         if isinstance(value, str):
-            shown[key] = out(value, door, cfg, fragment=True)
+            shown[key] = out(value, door, fragment=True, using=using)
     return shown

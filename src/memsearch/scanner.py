@@ -279,6 +279,23 @@ def scan(
             return
         found.setdefault(_real(path), ScannedFile(path, st.st_mtime, st.st_size, st.st_mtime_ns))
 
+    def add_walked(path: Path, root: Path) -> None:
+        """:func:`add` for a file the walk found: its folder is already a real path (the root is
+        resolved and the walk follows no link), so a file that is not a link is its own real path
+        and inside its root. One ``lstat`` then decides, where resolving the real path costs one
+        per folder above it (a team's memory walked on every ``index``: 10,000 files)."""
+        try:
+            st = os.lstat(path)
+        except OSError as exc:
+            problems.append((str(path), _reason(exc)))
+            return
+        if stat.S_ISLNK(st.st_mode):
+            add(path, root)  # a link: followed (or refused) as a named file is
+        elif not stat.S_ISREG(st.st_mode):
+            problems.append((str(path), "not a regular file"))
+        else:
+            found.setdefault(str(path), ScannedFile(path, st.st_mtime, st.st_size, st.st_mtime_ns))
+
     def on_error(exc: OSError) -> None:  # os.walk reports a directory it cannot list
         problems.append((str(exc.filename), _reason(exc)))
 
@@ -322,7 +339,7 @@ def scan(
                     continue
                 if matcher is not None and matcher.is_ignored(path):
                     continue
-                add(path, root)
+                add_walked(path, root)
     skipped += _journals_left_out(journals, roots)
     return ScanResult(sorted(found.values(), key=lambda f: f.path), problems, skipped)
 

@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recent": ("memsearch.cli.recent_cmd:recent", "Show what memory gained in the last days, as a timeline."),
     "stats": ("memsearch.cli.stats_cmd:stats", "Show statistics about the index."),
     "reset": ("memsearch.cli.stats_cmd:reset", "Drop all indexed data."),
+    "migrate": (
+        "memsearch.cli.migrate_cmd:migrate",
+        "Copy the index to another store (a Milvus server), vectors and all, then verify.",
+    ),
     "config": ("memsearch.cli.config_cmd:config", "Manage memsearch configuration."),
     "transcript": ("memsearch.cli.transcript_cmd:transcript", "Show the turns of an agent session."),
     "watch": ("memsearch.cli.watch_cmd:watch", "Index PATHS, then keep the index up to date."),

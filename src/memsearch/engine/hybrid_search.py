@@ -82,8 +82,11 @@ async def hybrid(ms: MemSearch, query: str, *, wanted: int, filters: Sequence[st
     else:
         vectors = await _embed_query(embedder, query, ms._lifecycle.drops_after_use)
         store = ms._search_store()
-    # The store runs the legs not run yet and fuses them (MilvusStore.ranked: the one place).
-    ranking = store.ranked(
+    # The store runs the legs not run yet and fuses them (MilvusStore.ranked: the one place), on a
+    # worker thread: the memory service answers many clients from one event loop, and the store's
+    # work (NumPy, which lets go of the GIL) then runs for two of them at once on two cores.
+    ranking = await asyncio.to_thread(
+        store.ranked,
         vectors[0],
         query_text=query,
         depth=depth,

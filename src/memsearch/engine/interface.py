@@ -112,6 +112,12 @@ class Memory:
         """Number of chunks in the collection; 0 for none, unless ``missing_ok`` is false."""
         return int(self._do("count", locals()))
 
+    def export_page(self, after: str = "", limit: int = 500) -> dict[str, Any]:
+        """``rows``: up to ``limit`` after the chunk ID ``after``, in chunk-ID order, with their
+        vectors; ``store``: its ``uri``, ``collection``, ``count``, ``dimension``, ``analyzer``."""
+        page: dict[str, Any] = self._do("export_page", locals())
+        return page
+
     def reset(self) -> None:
         """Drop the collection and forget the manifest; the markdown files are untouched."""
         self._do("reset", locals())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +51,18 @@ class Manifest:
 
     @classmethod
     def load(cls, path: Path | None, fingerprint: dict[str, Any]) -> Manifest:
-        """Load the manifest; a missing, unreadable or differently-configured one starts empty."""
-        files = _read_files(path, fingerprint) or {}
-        return cls(path, fingerprint, files, _identity(path), {p: replace(e) for p, e in files.items()})
+        """Load the manifest; a missing, unreadable or differently-configured one starts empty.
+
+        A file this process read or wrote last, unchanged since (same inode and modification
+        time), is not parsed again (:data:`_KNOWN`)."""
+        seen = _identity(path)
+        known = _KNOWN.get(path) if path is not None and seen is not None else None
+        if known is not None and known[0] == seen and known[1] == fingerprint:
+            files = known[2]
+        else:
+            files = _read_files(path, fingerprint) or {}
+            _remember(path, seen, fingerprint, files)
+        return cls(path, fingerprint, dict(files), seen, dict(files))
 
     def save(self) -> None:
         """Write atomically (temp file + rename) so a crash never leaves half a manifest.
@@ -84,7 +93,8 @@ class Manifest:
             logger.warning("could not write index manifest %s: %s", self.path, exc)
             return
         self.files, self.seen = files, _identity(self.path)
-        self.read = {p: replace(e) for p, e in files.items()}
+        self.read = dict(files)
+        _remember(self.path, self.seen, self.fingerprint, files)
 
     def _merged(self) -> dict[str, FileEntry] | None:
         """The files to write: this run's, or, when another run saved since this one read the
@@ -120,6 +130,21 @@ def _read_files(path: Path | None, fingerprint: dict[str, Any]) -> dict[str, Fil
         return {p: FileEntry(**e) for p, e in data.get("files", {}).items()}
     except (OSError, ValueError, TypeError, AttributeError):
         return None
+
+
+#: Per manifest file, the last version this process read or wrote: (its identity, the fingerprint,
+#: its entries). Why: the memory service indexes the same folders again and again (every hook
+#: capture), and parsing a manifest of 10,000 files took ~40 ms of each one-file change; a file
+#: another process wrote since has another identity and is read again. A run replaces entries and
+#: never changes one in place, so its copies of the dict share them.
+_KNOWN: dict[Path, tuple[tuple[int, int], dict[str, Any], dict[str, FileEntry]]] = {}
+
+
+def _remember(
+    path: Path | None, seen: tuple[int, int] | None, fingerprint: dict[str, Any], files: dict[str, FileEntry]
+) -> None:
+    if path is not None and seen is not None:
+        _KNOWN[path] = (seen, dict(fingerprint), dict(files))
 
 
 def _identity(path: Path | None) -> tuple[int, int] | None:

@@ -34,6 +34,8 @@ MAX_TOP_K = 1000
 MAX_QUERY_CHARS = 100_000
 #: The most context lines ``expand`` may ask for.
 MAX_CONTEXT_LINES = 100_000
+#: The most rows one ``export_page`` may hold (each carries its vector across the socket).
+MAX_EXPORT_ROWS = 5000
 #: The longest recency half-life, in days (a century: no weighting to speak of).
 MAX_HALF_LIFE_DAYS = 36_500
 
@@ -314,6 +316,20 @@ OPERATIONS: dict[str, Operation] = {
             decode=_expansion,
         ),
         Operation("count", (Param("missing_ok", (bool,), True),), here="_count_here", read=True, decode=int),
+        Operation(
+            "export_page",
+            (
+                Param("after", (str,), ""),
+                Param(
+                    "limit",
+                    (int,),
+                    500,
+                    _between(1, MAX_EXPORT_ROWS, f"ask for at most {MAX_EXPORT_ROWS} rows"),
+                ),
+            ),
+            here="_export_page_here",
+            read=True,
+        ),
         Operation("reset", (), here="_reset_here"),
     )
 }

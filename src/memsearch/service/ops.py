@@ -3,8 +3,8 @@
 Why no list of its own: every store operation is a row of ``memsearch.engine.operations.OPERATIONS``
 (its arguments, checked by ``protocol.parse_request`` before this runs, and how its result crosses
 the socket). Each entry takes the engine for the caller's settings and the checked arguments, runs
-the row's ``here`` method on the service's engine loop (so store access never runs concurrently
-with itself), and returns a JSON-able result. ``index`` is the service's own (it serialises
+the row's ``here`` method on the service's engine loop (which hands what blocks to worker threads:
+``MemoryService``), and returns a JSON-able result. ``index`` is the service's own (it serialises
 indexing runs), and so are ``ping``, ``stop`` and ``watch``, which are not store operations.
 """
 

@@ -95,8 +95,9 @@ Engine: TypeAlias = "Callable[..., MemSearch]"
 class MemoryService:
     """Owns the store, the models and the watchers of one store URI; answers on a Unix socket.
 
-    All engine work runs on one asyncio loop in a dedicated thread, so store and model access is
-    never concurrent with itself; connection handler threads only parse, wait and reply. One
+    All engine work is scheduled by one asyncio loop in a dedicated thread; what blocks (the model,
+    a search's store work, an index run's upserts: writes serialised by the store's driver) runs on
+    worker threads, so two clients' searches use two cores. Connection threads parse, wait, reply. One
     ``MemSearch`` is kept per distinct settings (collection, model, ...), so projects sharing a
     Lite database each get their own collection but share the process and the database lock.
 

@@ -389,6 +389,41 @@ class MilvusStore(Searching):
             {field: row.get(field) for field in QUERY_FIELDS} for row in self._iter_rows(expr, QUERY_FIELDS)
         ]
 
+    def rows_after(self, after: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` rows whose chunk ID sorts after ``after`` (``""``: from the first), in
+        chunk-ID order, each with its vector (as floats): the store a page at a time, from any
+        page on (``memsearch migrate``)."""
+        self._require_collection()
+        expr = f'chunk_hash > "{escape_filter_value(after)}"' if after else 'chunk_hash != ""'
+        fields = [*QUERY_FIELDS, "embedding"]
+        iterator = self._guard(
+            self._driver().query_iterator,
+            self._collection,
+            batch_size=limit,
+            filter=expr,
+            output_fields=fields,
+        )
+        try:
+            rows = self._guard(iterator.next)
+        finally:
+            with contextlib.suppress(Exception), quiet():
+                iterator.close()
+        return [
+            {
+                **{field: row.get(field) for field in QUERY_FIELDS},
+                "embedding": [float(x) for x in row["embedding"]],
+            }
+            for row in rows[:limit]
+        ]
+
+    def export_page(self, after: str, limit: int) -> dict[str, Any]:
+        """The store a page at a time, for a copy of it (``memsearch migrate``): ``rows``, as
+        :meth:`rows_after` gives them, and ``store``, what a copy needs to know of the store (its
+        ``uri``, ``collection``, ``count`` of chunks, vector ``dimension`` and BM25 ``analyzer``)."""
+        rows = self.rows_after(after, limit)
+        store = {"uri": self.uri, "collection": self._collection, "count": self.count()}
+        return {"store": {**store, "dimension": self.dimension, "analyzer": self.analyzer}, "rows": rows}
+
     def get_by_hash(self, chunk_hash: str) -> dict[str, Any] | None:
         """The chunk with this primary key, or None."""
         self._require_collection()

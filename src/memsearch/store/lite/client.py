@@ -179,17 +179,22 @@ class _IndexParams:
 
 
 class _Pages:
-    """A query iterator over rows already fetched (the engine has no result window to page around)."""
+    """A query iterator over rows found at its start (the engine has no result window to page
+    around), each page read when it is asked for (``read``: rows from what was found)."""
 
-    def __init__(self, rows: list[dict[str, Any]], size: int) -> None:
-        self._rows: Iterator[dict[str, Any]] = iter(rows)
+    def __init__(
+        self, found: list[Any], size: int, read: Callable[[list[Any]], list[dict[str, Any]]] | None = None
+    ) -> None:
+        self._found: Iterator[Any] = iter(found)
         self._size = max(1, size)
+        self._read = read
 
     def next(self) -> list[dict[str, Any]]:
-        return [row for _, row in zip(range(self._size), self._rows, strict=False)]
+        page = [item for _, item in zip(range(self._size), self._found, strict=False)]
+        return self._read(page) if self._read is not None and page else page
 
     def close(self) -> None:
-        self._rows = iter(())
+        self._found = iter(())
 
 
 class LiteClient:
@@ -316,7 +321,7 @@ class LiteClient:
         with self._writing:
             collection = self._collection(name)
             if ids is None:
-                ids = [row[collection.pk_field] for row in collection.query(filter, output_fields=[])]
+                ids = [row[collection.pk_field] for row in self._rows(name, collection, filter, [], None)]
             pks = list(ids)
             return {"delete_count": collection.delete(pks) if pks else 0}
 
@@ -381,6 +386,19 @@ class LiteClient:
             compat.failed(exc)
             return None
 
+    def _count(self, name: str, collection: Any) -> int:
+        """Live rows: from the search snapshot's masks when it applies (the engine's
+        ``num_entities`` walks every row's key on every call: ``memsearch stats``)."""
+        if compat.supported():
+            try:
+                count = self._searcher(name, collection).count()
+            except Exception as exc:  # a case the fast path misjudged: the engine counts
+                compat.failed(exc)
+                count = None
+            if count is not None:
+                return count
+        return int(collection.num_entities)
+
     def _searcher(self, name: str, collection: Any) -> LiteSearcher:
         """The fast search path of collection ``name`` (one per name: a dropped and recreated
         collection is a new object, and replaces the old one's cache)."""
@@ -397,18 +415,54 @@ class LiteClient:
     ) -> list[dict[str, Any]]:
         collection = self._collection(name)
         if output_fields == ["count(*)"]:
-            count = len(collection.query(filter, output_fields=[])) if filter else collection.num_entities
-            return [{"count(*)": count}]
-        rows: list[dict[str, Any]]
-        rows = collection.query(filter or None, output_fields=output_fields, limit=limit)
-        return rows
+            if not filter:
+                return [{"count(*)": self._count(name, collection)}]
+            return [{"count(*)": len(self._rows(name, collection, filter, [], None))}]
+        return self._rows(name, collection, filter, output_fields, limit)
 
     @_engine_call
     def query_iterator(
         self, name: str, *, batch_size: int, filter: str = "", output_fields: list[str] | None = None
     ) -> _Pages:
-        rows = self._collection(name).query(filter or None, output_fields=output_fields, order_by_pk=True)
+        collection = self._collection(name)
+        if compat.supported():
+            searcher = self._searcher(name, collection)
+            try:
+                found = searcher.matches(filter or None, order_by_pk=True)
+            except Exception as exc:  # a case the fast path misjudged: the engine's query answers
+                compat.failed(exc)
+                found = None
+            if found is not None:  # each page read when it is asked for (a cursor over the snapshot)
+                return _Pages(found, batch_size, lambda page: searcher.rows(page, output_fields))
+        rows = collection.query(filter or None, output_fields=output_fields, order_by_pk=True)
         return _Pages(rows, batch_size)
+
+    def _rows(
+        self,
+        name: str,
+        collection: Any,
+        filter: str,
+        output_fields: list[str] | None,
+        limit: int | None,
+        *,
+        order_by_pk: bool = False,
+    ) -> list[dict[str, Any]]:
+        """``Collection.query``'s rows: from the search snapshot when it applies (the engine's
+        query reads every row of the store first: ``LiteSearcher.query``)."""
+        if compat.supported():
+            try:
+                fast = self._searcher(name, collection).query(
+                    filter or None, output_fields, limit, order_by_pk=order_by_pk
+                )
+            except Exception as exc:  # a case the fast path misjudged: the engine's query answers
+                compat.failed(exc)
+                fast = None
+            if fast is not None:
+                return fast
+        rows: list[dict[str, Any]] = collection.query(
+            filter or None, output_fields=output_fields, limit=limit, order_by_pk=order_by_pk
+        )
+        return rows
 
     def close(self) -> None:
         path, self._path = self._path, ""

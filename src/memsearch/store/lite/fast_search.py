@@ -14,94 +14,26 @@ engine.collection ``_search_sparse``) on the same arrays in the same order, down
 rounding and tie order; tests/test_lite_search.py compares both on real stores (several segments,
 upserted and deleted rows, filters). Anything this path does not cover is left to the engine:
 unflushed rows or deletes in the write buffer, an ANN index other than FLAT, a sparse column it
-cannot decode (:meth:`_Bm25.build`), another milvus-lite release (it reads the engine's internals,
+cannot decode (``segments.Bm25.build``), another milvus-lite release (it reads the engine's internals,
 so it only runs on the releases it was checked against: :mod:`memsearch.store.lite.compat`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from memsearch.store.lite.segments import (
+    Bm25,
+    SegmentArrays,
+    live_masks,
+    live_masks_by_walk,
+    share_engine_vectors,
+)
 
-class _Bm25:
-    """One segment's BM25 index as arrays, decoded from its stored sparse vectors in one pass.
-
-    The engine builds the same index (``SparseInvertedIndex.build`` over every row, no mask) on a
-    segment's first BM25 search, a Python loop over every term of every row: ~5 s at 20,000 chunks,
-    and several hundred MB of tuples a memory service keeps. Here the column's packed
-    ``(uint32 term, float32 tf)`` pairs are read as one NumPy array and grouped by term (stable, so
-    each term's rows stay in row order, as the engine appends them). Document lengths and their
-    mean are sums of whole term counts, exact in any order. :meth:`build` returns None for a column
-    it cannot read this way (nulls, another type, a term twice in a row); the engine answers then.
-    """
-
-    def __init__(
-        self, k1: float, b: float, lengths: Any, terms: Any, starts: Any, rows: Any, tf: Any
-    ) -> None:
-        self.k1, self.b = k1, b
-        self.doc_count = len(lengths)
-        self.lengths = lengths  # float32 per row, as the engine's _doc_lengths
-        total = float(lengths.sum(dtype="float64"))
-        self.avgdl = total / self.doc_count if self.doc_count else 0.0
-        self.terms = terms  # sorted distinct term ids
-        self.starts = starts  # term i's postings: rows[starts[i]:starts[i + 1]]
-        self.rows = rows
-        self.tf = tf  # float32
-
-    @classmethod
-    def build(cls, table: Any, field: str, k1: float, b: float) -> _Bm25 | None:
-        import numpy as np
-        import pyarrow as pa
-
-        column = table.column(field).combine_chunks()
-        if column.type != pa.binary() or column.null_count:
-            return None
-        n = len(column)
-        offsets = np.frombuffer(column.buffers()[1], dtype=np.int32, count=n + 1, offset=column.offset * 4)
-        sizes = np.diff(offsets)
-        if (sizes % 8).any():
-            return None
-        first, last = int(offsets[0]), int(offsets[-1])
-        pairs = np.frombuffer(
-            column.buffers()[2] if last > first else b"",
-            dtype=np.dtype([("term", "<u4"), ("tf", "<f4")]),
-            count=(last - first) // 8,
-            offset=first if last > first else 0,
-        )
-        counts = sizes // 8
-        row_of = np.repeat(np.arange(n, dtype=np.int64), counts)
-        tf = pairs["tf"].astype(np.float32)
-        if not np.array_equal(tf, np.floor(tf)) or (tf < 0).any():
-            return None  # not term counts: the lengths' sums would depend on their order
-        order = np.argsort(pairs["term"], kind="stable")
-        terms_sorted = pairs["term"][order]
-        rows = row_of[order]
-        if terms_sorted.size > 1:
-            same = (terms_sorted[1:] == terms_sorted[:-1]) & (rows[1:] == rows[:-1])
-            if same.any():
-                return None  # a term twice in one row: the engine's dict keeps one
-        terms, starts = np.unique(terms_sorted, return_index=True)
-        starts = np.append(starts, terms_sorted.size)
-        lengths = np.zeros(n, dtype=np.float32)
-        np.add.at(lengths, row_of, tf)
-        return cls(k1, b, lengths, terms, starts, rows, tf[order])
-
-    def postings(self, term: int) -> tuple[Any, Any] | None:
-        """(rows, tf) of ``term``, or None when no row has it."""
-        import numpy as np
-
-        i = int(np.searchsorted(self.terms, term))
-        if i >= self.terms.size or int(self.terms[i]) != term:
-            return None
-        start, stop = int(self.starts[i]), int(self.starts[i + 1])
-        return self.rows[start:stop], self.tf[start:stop]
-
-
-#: Filter masks kept per segment and snapshot (the oldest goes first): a window in parts of 1,000
+#: Filter masks kept per segment (the oldest goes first): a window in parts of 1,000
 #: files is ten filters, asked by both legs.
 MASKS_KEPT = 64
 #: The shortest filter text kept compiled, with its masks (a window of a few dozen files and up).
@@ -109,16 +41,18 @@ KEEP_FILTER_CHARS = 2000
 
 
 class _Segment:
-    """What a search needs of one sealed segment within one snapshot."""
+    """What a search needs of one sealed segment within one snapshot: its live rows, and the
+    arrays kept for the segment across snapshots (:class:`~memsearch.store.lite.segments.SegmentArrays`:
+    its BM25 postings, its unit vectors, the masks of its long filters)."""
 
-    def __init__(self, segment: Any, live: Any) -> None:
-        self.segment = segment
-        self.pks: list[Any] = list(segment.pks)
+    def __init__(self, arrays: SegmentArrays, live: Any) -> None:
+        self.arrays = arrays
+        self.segment = arrays.segment
+        self.pks: list[Any] = self.segment.pks
         self.live = live  # bool array: the newest version of its key, not deleted
         self.all_live = bool(live.all())
-        self.unit: dict[str, tuple[Any, Any]] = {}  # field -> (source vectors, unit vectors of live rows)
-        self.bm25: dict[str, _Bm25 | None] = {}
-        self.masks: dict[str, Any] = {}  # filter text -> the engine's mask (LiteSearcher._filter_mask)
+        self.live_count = int(live.sum())
+        self.masks = arrays.masks  # filter text -> the engine's mask (LiteSearcher._filter_mask)
 
 
 class _Filter(NamedTuple):
@@ -135,6 +69,7 @@ class _Snapshot:
         self.key = key
         self.tombstones = tombstones
         self.segments = segments
+        self.distinct: dict[str, set[Any]] = {}
 
 
 class LiteSearcher:
@@ -146,6 +81,8 @@ class LiteSearcher:
     def __init__(self, collection: Any) -> None:
         self._collection = collection
         self._snapshot: _Snapshot | None = None
+        #: Per sealed segment (by identity), what was derived from it; dropped with the segment.
+        self._arrays: dict[int, SegmentArrays] = {}
         self._filters: dict[str, _Filter] = {}
         self._lock = threading.Lock()
 
@@ -164,21 +101,31 @@ class LiteSearcher:
         with self._lock:  # one build per snapshot when service threads search at once
             snap = self._snapshot
             if snap is None or snap.key != key or snap.tombstones != delta._map:
-                snap = _Snapshot(key, dict(delta._map), self._live_segments(segments, delta))
+                snap = _Snapshot(key, dict(delta._map), self._live_segments(segments, delta._map))
                 self._snapshot = snap
             return snap
 
+    def count(self) -> int | None:
+        """Live rows (the engine's ``num_entities``) from the snapshot's masks: no walk of every
+        row's key, as the engine's count does (``memsearch stats`` asks on every call). None: not
+        answerable here (unflushed writes)."""
+        snap = self._current()
+        return None if snap is None else sum(seg.live_count for seg in snap.segments)
+
     def distinct(self, field: str) -> set[Any] | None:
         """The distinct values of a scalar ``field`` among the live rows (None: not answerable
-        here, the engine's query answers). One Arrow ``unique`` per segment: under a millisecond for
-        thousands of files, where the engine's query of every row took ~0.5 s (a window of days
-        needs the indexed files on every search: ``memsearch.engine.time_search``)."""
+        here, the engine's query answers). One Arrow ``unique`` per segment, once per snapshot:
+        a window of days needs the indexed files on every search (``memsearch.engine.time_search``),
+        where the engine's query of every row took ~0.5 s at thousands of files."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         snap = self._current()
         if snap is None:
             return None
+        known = snap.distinct.get(field)
+        if known is not None:
+            return set(known)
         values: set[Any] = set()
         for seg in snap.segments:
             table = seg.segment.table
@@ -188,36 +135,79 @@ class LiteSearcher:
             if not seg.all_live:
                 column = pc.filter(column, pa.array(seg.live))
             values.update(pc.unique(column).to_pylist())
-        return values
+        snap.distinct[field] = values
+        return set(values)
 
-    @staticmethod
-    def _live_segments(segments: Sequence[Any], delta: Any) -> list[_Segment]:
-        """Each non-empty segment with its live-row mask: the newest version of each key across
-        segments (by sequence number) and not shadowed by a later delete, as the engine decides."""
+    def _live_segments(self, segments: Sequence[Any], tombstones: dict[Any, int]) -> list[_Segment]:
+        """Each non-empty segment with its live-row mask (``segments.live_masks``) and the arrays
+        kept for it; the arrays of segments no longer in the snapshot (merged away) are let go."""
+        masks = live_masks(segments, tombstones)
+        if masks is None:
+            masks = live_masks_by_walk(segments, tombstones)
+        kept = {id(seg): self._arrays.get(id(seg)) for seg in segments}
+        self._arrays = {
+            key: arrays if arrays is not None and arrays.segment is seg else SegmentArrays(seg)
+            for (key, arrays), seg in zip(kept.items(), segments, strict=True)
+        }
+        return [
+            _Segment(self._arrays[id(seg)], live)
+            for seg, live in zip(segments, masks, strict=True)
+            if seg.num_rows
+        ]
+
+    def query(
+        self,
+        expr: str | None,
+        output_fields: list[str] | None,
+        limit: int | None,
+        *,
+        order_by_pk: bool = False,
+    ) -> list[dict[str, Any]] | None:
+        """``Collection.query``'s rows, or None when it does not apply (unflushed writes): the rows
+        :meth:`matches` finds, the first ``limit`` of them read (:meth:`rows`)."""
+        found = self.matches(expr, order_by_pk=order_by_pk, limit=limit)
+        if found is None:
+            return None
+        return self.rows(found[:limit] if limit is not None else found, output_fields)
+
+    def matches(
+        self, expr: str | None, *, order_by_pk: bool = False, limit: int | None = None
+    ) -> list[tuple[Any, int]] | None:
+        """Where the rows matching ``expr`` are (segment, row), in ``Collection.query``'s order:
+        segments in snapshot order, rows in file order, or by key with ``order_by_pk``. None when
+        it does not apply (unflushed writes).
+
+        Why: the engine's query gathers every row's key and sequence number and concatenates every
+        vector of the collection before it applies the filter (~100 ms at 100,000 chunks); the
+        indexer asks it for the chunks of each changed file, so a one-file change cost O(store).
+        Here the filter runs on each segment's columns (the engine's own evaluation), masked by the
+        snapshot's live rows, and nothing is read until :meth:`rows` reads the rows wanted."""
         import numpy as np
 
-        newest: dict[Any, int] = {}
-        for seg in segments:
-            for pk, seq in zip(seg.pks, seg.seqs.tolist(), strict=True):
-                seq = int(seq)
-                if seq > newest.get(pk, -1):
-                    newest[pk] = seq
-        tombstones = delta._map
-        out = []
-        for seg in segments:
-            if seg.num_rows == 0:
-                continue
-            seqs = [int(s) for s in seg.seqs.tolist()]
-            live = np.fromiter(
-                (
-                    newest[pk] == seq and tombstones.get(pk, -1) <= seq
-                    for pk, seq in zip(seg.pks, seqs, strict=True)
-                ),
-                dtype=bool,
-                count=len(seqs),
-            )
-            out.append(_Segment(seg, live))
-        return out
+        coll = self._collection
+        coll._require_loaded()
+        snap = self._current()
+        if snap is None:
+            return None
+        where = self._filter(expr)
+        found: list[tuple[Any, int]] = []
+        for seg in snap.segments:
+            mask = self._filter_mask(seg, where)
+            rows = seg.live if mask is None else seg.live & np.asarray(mask, dtype=bool)
+            found.extend((seg, int(i)) for i in np.flatnonzero(rows))
+            if limit is not None and not order_by_pk and len(found) >= limit:
+                break
+        if order_by_pk:
+            found.sort(key=lambda hit: hit[0].pks[hit[1]])
+        return found
+
+    def rows(self, found: Sequence[tuple[Any, int]], output_fields: list[str] | None) -> list[dict[str, Any]]:
+        """The rows at ``found`` (from :meth:`matches`), projected as ``Collection.query`` projects."""
+        from milvus_lite.engine.projection import build_projection_plan, project_record
+
+        coll = self._collection
+        projection = build_projection_plan(output_fields, coll._schema, api_kind="query")
+        return [project_record(seg.segment.row_to_dict(i), coll._schema, projection) for seg, i in found]
 
     def search(
         self,
@@ -316,6 +306,9 @@ class LiteSearcher:
             index = seg.segment.indexes.get(field)
             if index is not None and not (isinstance(index, BruteForceIndex) and index.metric == "COSINE"):
                 return None  # an ANN index: its own search
+            if index is not None and not seg.arrays.shared:
+                share_engine_vectors(seg.segment, field)
+                seg.arrays.shared = True
             vectors, null_mask = seg.segment.vector_data(field)
             mask = self._filter_mask(seg, where)
             if null_mask is not None:
@@ -324,13 +317,9 @@ class LiteSearcher:
             if not local.any():
                 continue
             source_vectors = index._vectors if index is not None else vectors
-            whole = mask is None
-            if whole and field in seg.unit and seg.unit[field][0] is source_vectors:
-                unit = seg.unit[field][1]
-            else:
-                unit = _unit_rows(source_vectors, None if local.all() else np.flatnonzero(local))
-                if whole:
-                    seg.unit[field] = (source_vectors, unit)
+            unit = seg.arrays.unit(field, source_vectors, seg.live)
+            if mask is not None:  # the filtered rows' unit vectors (each row is scaled on its own)
+                unit = unit[np.flatnonzero(local[seg.live])]
             valid = np.arange(len(local), dtype=np.int64) if local.all() else np.flatnonzero(local)
             with _ONE_BLAS_THREAD:
                 sims = q_unit @ unit.T
@@ -376,11 +365,12 @@ class LiteSearcher:
         spec = coll._index_specs.get(field)
         params = spec.build_params if spec else {}
         k1, b = float(params.get("bm25_k1", 1.5)), float(params.get("bm25_b", 0.75))
-        indexes: dict[int, _Bm25] = {}
+        indexes: dict[int, Bm25] = {}
         for seg in snap.segments:
-            if field not in seg.bm25:
-                seg.bm25[field] = _Bm25.build(seg.segment.table, field, k1, b)
-            built = seg.bm25[field]
+            bm25 = seg.arrays.bm25
+            if field not in bm25:
+                bm25[field] = Bm25.build(seg.segment.table, field, k1, b)
+            built = bm25[field]
             if built is None:
                 return None
             indexes[id(seg)] = built
@@ -394,13 +384,13 @@ class LiteSearcher:
             if not valid.any():
                 continue
             rows = None if valid.all() else valid
-            for dist, local_id in _bm25_top(indexes[id(seg)], terms, limit, rows):
+            for dist, local_id in indexes[id(seg)].top(terms, limit, rows):
                 candidates.append((dist, seg.pks[local_id], seg, local_id))
         # The newest version of a key once (segments hold no equal keys after the live mask), then
         # by distance, stable.
         best: dict[Any, tuple[int, tuple[float, Any, _Segment, int]]] = {}
         for cand in candidates:
-            seq = int(cand[2].segment.table.column("_seq")[cand[3]].as_py())
+            seq = int(cand[2].segment.seqs[cand[3]])
             if cand[1] not in best or seq > best[cand[1]][0]:
                 best[cand[1]] = (seq, cand)
         ranked = [entry[1] for entry in best.values()]
@@ -476,9 +466,11 @@ class _OneBlasThread:
     core). OpenBLAS splits it over every core and its threads spin-wait for each other; on a
     machine whose cores are busy with other work that took 15-25 ms instead. Each output value is
     one thread's dot product either way, so the result is the same bit for bit (the tests compare
-    against the engine, which runs with the default thread count). A lock keeps two searching
-    threads from restoring each other's setting; without a findable OpenBLAS (another BLAS, another
-    NumPy build) this does nothing.
+    against the engine, which runs with the default thread count). Searches on several threads (the
+    memory service answers clients at once) each run their product on one core at the same time:
+    the first to enter sets one thread, the last to leave restores the count (a lock guards only
+    that bookkeeping). Without a findable OpenBLAS (another BLAS, another NumPy build) this does
+    nothing.
     """
 
     _NAMES = ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads", "openblas_{}_num_threads")
@@ -487,6 +479,8 @@ class _OneBlasThread:
         self._lock = threading.Lock()
         self._calls: tuple[Any, Any] | None = None
         self._looked = False
+        self._users = 0  # blocks running now: the first sets one thread, the last restores
+        self._before = 1
 
     def _find(self) -> tuple[Any, Any] | None:
         import ctypes
@@ -510,75 +504,26 @@ class _OneBlasThread:
         return None
 
     def __enter__(self) -> None:
-        self._lock.acquire()
-        self._before = 1
-        try:
-            if not self._looked:
-                self._looked = True
-                self._calls = self._find()
-            if self._calls is not None:
-                self._before = int(self._calls[0]())
-                if self._before != 1:
-                    self._calls[1](1)
-        except Exception:  # no usable OpenBLAS: run as the engine would
-            self._calls, self._before = None, 1
+        with self._lock:
+            if self._users == 0:
+                self._before = 1
+                try:
+                    if not self._looked:
+                        self._looked = True
+                        self._calls = self._find()
+                    if self._calls is not None:
+                        self._before = int(self._calls[0]())
+                        if self._before != 1:
+                            self._calls[1](1)
+                except Exception:  # no usable OpenBLAS: run as the engine would
+                    self._calls, self._before = None, 1
+            self._users += 1
 
     def __exit__(self, *exc_info: object) -> None:
-        try:
-            if self._calls is not None and self._before != 1:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._calls is not None and self._before != 1:
                 self._calls[1](self._before)
-        finally:
-            self._lock.release()
 
 
 _ONE_BLAS_THREAD = _OneBlasThread()
-
-
-def _unit_rows(vectors: Any, rows: Any) -> Any:
-    """``distance.cosine_distance``'s unit candidates: rows scaled by their norm (0 -> left as is)."""
-    import numpy as np
-
-    candidates = np.asarray(vectors if rows is None else vectors[rows], dtype=np.float32)
-    norms = np.linalg.norm(candidates, axis=1, keepdims=True)
-    return candidates / np.where(norms == 0, 1.0, norms)
-
-
-def _bm25_top(index: _Bm25, terms: dict[int, float], limit: int, valid: Any) -> list[tuple[float, int]]:
-    """``SparseInvertedIndex.search`` for one query: (distance = -score, local id), best first.
-
-    The same float32 arithmetic per posting as the engine's loop (Python floats meet float32
-    values), summed per document in query-term order; ties keep the order in which documents were
-    first reached, as the engine's dict does.
-    """
-    import numpy as np
-
-    if index.doc_count == 0 or not terms:
-        return []
-    n_docs, k1, b = index.doc_count, index.k1, index.b
-    avgdl = index.avgdl if index.avgdl > 0 else 1.0
-    scores = np.zeros(index.doc_count, dtype=np.float32)
-    reached: list[Any] = []
-    for term, weight in terms.items():
-        found = index.postings(term)
-        if found is None:
-            continue
-        ids, tf32 = found
-        df = ids.size  # every row, as the engine counts it (no mask at build)
-        if valid is not None:
-            keep = valid[ids]
-            ids, tf32 = ids[keep], tf32[keep]
-            if ids.size == 0:
-                continue
-        idf = math.log((n_docs - df + 0.5) / (df + 0.5) + 1.0)
-        dl = index.lengths[ids]
-        tf = tf32.astype(np.float64)  # the engine's Python floats
-        norm = (tf * (k1 + 1.0)).astype(np.float32) / (tf32 + k1 * (1.0 - b + b * dl / avgdl))
-        scores[ids] = scores[ids] + idf * norm * weight
-        reached.append(ids)
-    if not reached:
-        return []
-    everything = np.concatenate(reached)
-    docs, first = np.unique(everything, return_index=True)
-    docs = docs[np.argsort(first, kind="stable")]  # the order documents were first reached
-    order = np.argsort(-scores[docs], kind="stable")[:limit]
-    return [(float(-scores[i]), int(i)) for i in docs[order].tolist()]
