@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import debs
+
 FIXTURES = Path(__file__).parent / "fixtures"
 CHROMIUM = "/usr/bin/chromium"
 #: The flags the console's browser tests run Chromium with (headless, offline, no first-run work).
@@ -239,16 +241,8 @@ def journal_world(work: Path, day: dt.date | None = None) -> World:
 
 
 def install_chromium() -> str:
-    """``/usr/bin/chromium``, installed from the Debian archive when missing (as the host CLIs are
-    installed from npm on first use); the tests run as root in CI."""
-    if os.path.exists(CHROMIUM):
-        return CHROMIUM
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    command = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
-    if subprocess.run(command, env=env, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=True)
-        subprocess.run(command, env=env, capture_output=True, check=True)
-    return CHROMIUM
+    """``/usr/bin/chromium``, installed from the Debian archive when missing."""
+    return debs.ensure("chromium", CHROMIUM)
 
 
 @contextlib.contextmanager

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import debs
+
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.server
@@ -42,6 +44,7 @@ OURS = [
 
 
 def test_the_scale_bench_prints_every_row(tmp_path: Path) -> None:
+    debs.ensure("strace", "strace")  # the counting runs
     command = [sys.executable, "-m", "evaluation.scale", "--sizes", "150", "--repeat", "1"]
     command += ["--clients", "2", "--settle", "0", "--edit-timeout", "10", "--cache", str(tmp_path / "cache")]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ})
