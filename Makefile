@@ -80,7 +80,7 @@ compat: $(VENV)/.installed-dev
 
 ## Retrieval quality (evaluation/README.md): builds the sets from installed packages (and the
 ## generated dated-journals set), prints the tables.
-EVAL_DEBS := debian-faq git-doc manpages-zh
+EVAL_DEBS := debian-faq git-doc manpages-zh manpages manpages-dev
 eval: $(VENV)/.installed
 	@missing=""; for p in $(EVAL_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

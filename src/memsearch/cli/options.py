@@ -52,7 +52,7 @@ common_options = _apply(
             "--provider",
             "-p",
             default=None,
-            help="Embedding provider (onnx, openai, ollama, google, voyage, jina, mistral, local).",
+            help="Embedding provider (onnx, openai, ollama, google, voyage, jina, mistral, local, use).",
         ),
         click.option(
             "--model", "-m", default=None, help="Embedding model (default: the provider's default)."

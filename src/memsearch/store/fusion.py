@@ -27,9 +27,9 @@ SEARCH_MODES = ("hybrid", *LEGS)
 #: the legs can give together (rank 1 in both lists), so 1.0 means "top of both lists".
 RRF_K = 60
 
-#: Weight of the favoured leg in :func:`hybrid_weights` (the other leg has 1.0). Any value above
-#: ~1.15 makes the favoured leg win every tie and near-tie; on the evaluation sets 1.05-3 gave the
-#: same Recall@5 and 1.5 was within 0.01 MRR of the best everywhere (evaluation/README.md).
+#: Weight of the dense leg for a query not in a CJK script (BM25 has 1.0). Any value above ~1.15
+#: makes the dense leg win every tie and near-tie; on the evaluation sets 1.05-3 gave the same
+#: Recall@5 and 1.5 was within 0.01 MRR of the best everywhere (evaluation/README.md).
 HYBRID_TILT = 1.5
 #: A query word that names one thing (an identifier, error code, ticket number or hash): ASCII
 #: letters and digits, maybe joined by ``_ - . : # /``, at least 4 characters, and either mixing
@@ -46,15 +46,32 @@ _NAMES_ONE_THING = (
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
+#: (dense, BM25) fusion weights by the script of the query (:func:`query_script`).
+QUERY_WEIGHTS: dict[str, tuple[float, float]] = {
+    # English (and any other non-CJK) questions: both legs vote, the dense leg leads.
+    "other": (HYBRID_TILT, 1.0),
+    # Chinese, Japanese, Korean: BM25 with jieba alone. The default (English) model ranks Chinese
+    # text near chance, and under RRF any vote of it outweighs BM25's own order: at 1 : 1.5 hybrid
+    # MRR on manpages-zh was 0.708 against BM25's 0.796, and Chinese time-scoped questions found
+    # their day's turn first in 58 % of cases (90 % with this row). Measured in evaluation/README.md.
+    "cjk": (0.0, 1.0),
+}
+
+
+def query_script(query: str) -> str:
+    """``"cjk"`` when ``query`` holds a Han, kana or hangul character, else ``"other"``."""
+    return "cjk" if _CJK_RE.search(query) else "other"
+
+
 def hybrid_weights(query: str) -> tuple[float, float]:
-    """(dense, BM25) fusion weights for ``query``: BM25 leads for CJK text, the dense leg otherwise.
+    """(dense, BM25) fusion weights for ``query``: its script's row of :data:`QUERY_WEIGHTS`.
 
     Why: plain RRF lets the weaker leg drag the stronger one down. On the evaluation sets the dense
     leg beats BM25 on English questions, while BM25 with Chinese segmentation beats the (English)
-    default model on Chinese by a wide margin; leaning towards the stronger leg made hybrid at
-    least as good as either leg alone on every set.
+    default model on Chinese by a wide margin; leaning towards the stronger leg (for Chinese, to it
+    alone) made hybrid at least as good as either leg alone.
     """
-    return (1.0, HYBRID_TILT) if _CJK_RE.search(query) else (HYBRID_TILT, 1.0)
+    return QUERY_WEIGHTS[query_script(query)]
 
 
 def exact_words(query: str) -> list[str]:
