@@ -43,6 +43,8 @@ class IndexReport:
     #: Seconds this run waited for the embedder (model and cache); the rest is overhead (the bench
     #: prints both).
     embed_seconds: float = 0.0
+    #: Chunks given their second vector by the multilingual leg in this run (``engine.multilingual``).
+    multilingual_embedded: int = 0
 
     @property
     def status(self) -> str:
