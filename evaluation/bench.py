@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script (python evaluation/bench.py): find the package
     sys.path.insert(0, str(ROOT))
 
+from evaluation import console_bench  # noqa: E402
 from evaluation.original import (  # noqa: E402
     MODEL,
     original_cli,
@@ -270,14 +271,18 @@ class Bench:
     args: argparse.Namespace
     servers: dict[str, str] = field(default_factory=dict)  # tool name -> its milvus-lite server URI
     ours_unredacted: Tool | None = None  # ours with MEMSEARCH_REDACT=0 (the redaction rows' baseline)
+    ours_shallow: Tool | None = None  # ours with 5 candidates per leg (the ranking row's baseline)
 
     @property
     def tools(self) -> tuple[Tool, Tool]:
         return (self.ours, self.original)
 
     def pair(self, baseline: str) -> tuple[Tool, Tool]:
-        """Ours and what a figure compares it with (the original, or ours with redaction off)."""
-        other = self.original if baseline == "original" else self.ours_unredacted
+        """Ours and what a figure compares it with (the original, ours with redaction off, or ours
+        with the old candidate depth)."""
+        other = {"original": self.original, "unredacted": self.ours_unredacted, "shallow": self.ours_shallow}[
+            baseline
+        ]
         assert other is not None, baseline
         return (self.ours, other)
 
@@ -492,15 +497,18 @@ def capture(b: Bench, t: Tool, i: int) -> Sample:
 #: ``search`` opens it, searches once to warm up, then times every query ``passes`` times. The
 #: same script runs under both tools' interpreters: both constructors take these arguments.
 _INPROCESS = r"""
-import asyncio, json, statistics, sys, time
+import asyncio, json, os, statistics, sys, time
 from memsearch import MemSearch
 
 mode, memory, uri, base_url, model = sys.argv[1:6]
 queries, passes = json.loads(sys.argv[6]), int(sys.argv[7])
+# ours with another candidate depth (the ranking row): a setting only ours has
+depth = os.environ.get("BENCH_CANDIDATES")
+extra = {"search_candidates": int(depth)} if depth else {}
 
 async def main():
     ms = MemSearch([memory], embedding_provider="openai", embedding_model=model,
-                   embedding_base_url=base_url, embedding_api_key="sk-local", milvus_uri=uri)
+                   embedding_base_url=base_url, embedding_api_key="sk-local", milvus_uri=uri, **extra)
     try:
         if mode == "build":
             return {"chunks": await ms.index()}
@@ -741,7 +749,7 @@ class Figure:
     repeat: str = "repeat"  # the option giving the number of pairs
     prepare: Callable[[Bench], str] | None = None  # before the pairs; returns a note for the log
     during: Callable[[Bench], contextlib.AbstractContextManager[None]] | None = None
-    baseline: str = "original"  # or "unredacted": ours with MEMSEARCH_REDACT=0
+    baseline: str = "original"  # or "unredacted" (ours, MEMSEARCH_REDACT=0), "shallow" (ours, 5 candidates)
 
 
 HELP = Figure(help_)
@@ -756,6 +764,7 @@ SEARCH_PROGRAM = Figure(cli_search_service, prepare=main_stores, during=program_
 INPROCESS_CLIENT = Figure(inprocess_search, unit="ms", prepare=small_stores, during=ours_serving_small)
 SCALE = Figure(inprocess_search_scale, unit="ms", prepare=scale_stores)
 SCALE_SERVER = Figure(inprocess_search_scale_server, unit="ms", during=scale_servers)
+INPROCESS_SHALLOW = Figure(inprocess_search, unit="ms", prepare=small_stores, baseline="shallow")
 FULL_REDACT = Figure(full_index, repeat="full_repeat", baseline="unredacted")
 CAPTURE_REDACT = Figure(capture, baseline="unredacted")
 
@@ -822,6 +831,18 @@ REDACTION_ROWS = [
         "capture of one turn (Stop hook: redact, extract, journal, index)",
         CAPTURE_REDACT,
         target=1.05,
+        strict=False,
+    ),
+]
+#: What ranking once costs (issue 36): ours with each leg fetching search.candidates (30) hits
+#: beside ours fetching 5, what a search for 5 results fetched per leg before. Same store, same
+#: queries, in alternation; the target is the issue's: at most 15 % more.
+RANKING_ROWS = [
+    Row(
+        "depth",
+        "in-process `MemSearch.search` p50, top 5, {small:,} chunks",
+        INPROCESS_SHALLOW,
+        target=1.15,
         strict=False,
     ),
 ]
@@ -927,10 +948,10 @@ def machine(b: Bench) -> str:
 
 
 def selected(args: argparse.Namespace) -> list[Row]:
-    rows = ROWS + REDACTION_ROWS + (SCALE_ROWS if args.scale else [])
+    rows = ROWS + REDACTION_ROWS + RANKING_ROWS + (SCALE_ROWS if args.scale else [])
     if args.only:
         keys = set(args.only.split(","))
-        if unknown := keys - {row.key for row in rows}:
+        if unknown := keys - {row.key for row in rows} - {console_bench.KEY}:
             raise BenchError(
                 f"--only: no row {', '.join(sorted(unknown))} (rows: {', '.join(r.key for r in rows)})"
             )
@@ -951,7 +972,9 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         default="",
         help="only these rows, comma-separated: "
-        + ", ".join(r.key for r in [*ROWS, *REDACTION_ROWS, *SCALE_ROWS]),
+        + ", ".join(
+            [*(r.key for r in [*ROWS, *REDACTION_ROWS, *RANKING_ROWS, *SCALE_ROWS]), console_bench.KEY]
+        ),
     )
     parser.add_argument(
         "--purge",
@@ -962,6 +985,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=None, help="work folder, emptied first (default: new)")
     args = parser.parse_args(argv)
     rows = selected(args)  # an unknown --only fails before any setup
+    console = not args.only or console_bench.KEY in args.only.split(",")
+    if not rows:  # only the console's row: neither tool's corpus nor the original is needed
+        work = args.work or Path(tempfile.mkdtemp(prefix="memsearch-bench-"))
+        shutil.rmtree(work, ignore_errors=True)
+        print("The memory console (`memsearch ui`): ours alone, the original has none\n")
+        print(console_bench.table(work, args.repeat))
+        return
 
     started = time.monotonic()
     compile_package()
@@ -980,12 +1010,24 @@ def main(argv: list[str] | None = None) -> None:
     unredacted = Tool(
         "ours, redaction off", ours.cli, ours.python, [], work / "ours-unredacted", {"MEMSEARCH_REDACT": "0"}
     )
+    # the same work folder (stores, corpus) as ours: only the candidate depth differs
+    shallow = Tool("ours, 5 candidates", ours.cli, ours.python, [], ours.work, {"BENCH_CANDIDATES": "5"})
     for t in (ours, original, unredacted):
         shutil.copytree(work / "corpus", t.corpus)
 
     with serving_packaged_model() as model_url, serving_hashed_vectors() as hash_url:
         original.provider_flags = ["--provider", "openai", "--model", MODEL, "--base-url", model_url]
-        b = Bench(ours, original, queries, work, model_url, hash_url, args, ours_unredacted=unredacted)
+        b = Bench(
+            ours,
+            original,
+            queries,
+            work,
+            model_url,
+            hash_url,
+            args,
+            ours_unredacted=unredacted,
+            ours_shallow=shallow,
+        )
         heading = machine(b)
         log(heading.replace("\n", "\n  "))
         measured: dict[Figure, dict[str, list[Sample]]] = {}
@@ -996,11 +1038,14 @@ def main(argv: list[str] | None = None) -> None:
             lines.append(table_line(b, row, measured[row.figure]))
             log(lines[-1])
 
+    console_table = console_bench.table(work, args.repeat) if console else ""
     minutes = (time.monotonic() - started) / 60
     print(f"\n{heading}")
     print(f"medians of N pairs run in alternation (ours, then the original); {minutes:.1f} min in all\n")
     redaction = [line for row, line in zip(rows, lines, strict=True) if row in REDACTION_ROWS]
-    if main_lines := [line for row, line in zip(rows, lines, strict=True) if row not in REDACTION_ROWS]:
+    ranking = [line for row, line in zip(rows, lines, strict=True) if row in RANKING_ROWS]
+    others = [*REDACTION_ROWS, *RANKING_ROWS]
+    if main_lines := [line for row, line in zip(rows, lines, strict=True) if row not in others]:
         print("| figure | original | ours | ours / original | target | verdict | N |")
         print("|---|---|---|---|---|---|---|")
         print("\n".join(main_lines))
@@ -1010,6 +1055,14 @@ def main(argv: list[str] | None = None) -> None:
         print("|---|---|---|---|---|---|---|")
         print("\n".join(redaction))
         print("\n" + redaction_share(b, measured))
+    if console_table:
+        print("\nThe memory console (`memsearch ui`): ours alone, the original has none\n")
+        print(console_table)
+    if ranking:
+        print("\nWhat ranking once costs: ours (30 candidates per leg) beside ours with 5, in alternation\n")
+        print("| figure | 5 candidates | 30 candidates | 30 / 5 | target | verdict | N |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(ranking))
     if FULL in measured:
         print("\n" + model_share(measured[FULL]["ours"]))
     if sizes := [int(n) for n in args.purge.split(",") if n.strip()]:

@@ -11,9 +11,10 @@ sections into their neighbour.
 
 Search runs through ``MilvusStore.search`` in one of its modes (``hybrid``, ``dense``, ``sparse``)
 with the query embedded by the same provider; hybrid fuses by the weights ``MemSearch.search``
-uses (or by Milvus' plain RRF, the original's); the optional cross-encoder stage reranks
-``3 x 10`` hybrid candidates to 10, as ``MemSearch.search`` does. Latency is the wall time of that whole path
-per query (query embedding, store search, reranking), after one warm-up query.
+uses over ``search.candidates`` hits per leg (or by Milvus' plain RRF over 10 hits per leg, the
+original's); the optional cross-encoder stage reranks the best 30 fused candidates, as
+``MemSearch.search`` does. Latency is the wall time of that whole path per query (query embedding,
+store search, reranking), after one warm-up query.
 """
 
 from __future__ import annotations
@@ -36,10 +37,8 @@ from memsearch.chunker import (
     find_headings,
     split_lines,
 )
+from memsearch.config.schema import DEFAULT_CANDIDATES
 from memsearch.engine.index_pipeline import chunk_record
-
-#: Candidates fetched per final result when a reranker runs (as ``MemSearch.search`` does).
-RERANK_FACTOR = 3
 
 
 @dataclass(frozen=True)
@@ -86,6 +85,8 @@ class RunConfig:
     #: Hybrid fusion: "weighted" (``store.hybrid_weights``, what ``MemSearch.search`` does) or
     #: "rrf" (Milvus' plain RRF, the original memsearch's).
     fusion: str = "weighted"
+    #: Hits per leg before a weighted fusion (``search.candidates``; the plain RRF rows fetch 10).
+    candidates: int = DEFAULT_CANDIDATES
 
 
 @dataclass
@@ -279,12 +280,18 @@ class Harness:
         vector: Sequence[float] = [0.0] * embedder.dimension
         if config.mode != "sparse":
             vector = (await query_embedder.embed_query([query]))[0]
+        from memsearch.engine.hybrid_search import RERANK_CANDIDATES
         from memsearch.store import hybrid_weights
 
-        fetch = DEPTH * RERANK_FACTOR if config.reranker else DEPTH
-        weights = hybrid_weights(query) if config.fusion == "weighted" else None
+        fetch = max(RERANK_CANDIDATES, DEPTH) if config.reranker else DEPTH
+        weighted = config.fusion == "weighted"
         results: list[dict[str, Any]] = store.search(
-            vector, query_text=query, top_k=fetch, mode=config.mode, weights=weights
+            vector,
+            query_text=query,
+            top_k=fetch,
+            mode=config.mode,
+            weights=hybrid_weights(query) if weighted else None,
+            candidates=config.candidates if weighted else DEPTH,  # the original: 10 per leg
         )
         if config.reranker:
             results = self.reranker(config.reranker).rerank(query, results, top_k=DEPTH)

@@ -13,10 +13,16 @@ from pathlib import Path
 
 
 def memsearch(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 180, cwd: Path | None = None
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+    cwd: Path | None = None,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Run ``memsearch ARGS``; ``input`` is fed to its stdin (then closed, as a pipe ends)."""
     return subprocess.run(
         [sys.executable, "-m", "memsearch", *args],
+        input=input,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -36,6 +36,9 @@ _ENV_PREFIXES = (
     "MISTRAL_",
     "OLLAMA_",
     "HF_HUB_OFFLINE",
+    # an agent host's shell (the suite run from inside one): memsearch would answer as to a model
+    "CLAUDECODE",
+    "CODEX_THREAD_ID",
 )
 
 

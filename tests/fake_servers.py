@@ -156,6 +156,10 @@ class FakeEmbeddingServer:
     _nan: bool = False
     _delay: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: (text, event): a request whose body holds the text waits for the event (:meth:`hold`).
+    _hold: tuple[str, threading.Event] | None = None
+    #: Requests held so far (:meth:`hold`).
+    held: int = 0
 
     def fail(self, status: int, body: str = '{"error": "nope"}', times: int = -1, *, after: int = 0) -> None:
         """Answer ``status`` ``times`` times (-1: until cleared), after ``after`` normal answers."""
@@ -178,6 +182,13 @@ class FakeEmbeddingServer:
     def delay(self, seconds: float) -> None:
         """Wait ``seconds`` before answering (to make clients time out)."""
         self._delay = seconds
+
+    def hold(self, text: str) -> threading.Event:
+        """Keep every request whose body holds ``text`` waiting (at most a minute) until the
+        returned event is set; :attr:`held` counts them as they arrive."""
+        release = threading.Event()
+        self._hold = (text, release)
+        return release
 
     def clear(self) -> None:
         with self._lock:
@@ -266,6 +277,11 @@ def _handler(state: FakeEmbeddingServer) -> type[BaseHTTPRequestHandler]:
                 body = raw.decode("utf-8", "replace")
             headers = {k.lower(): v for k, v in self.headers.items()}
             state.requests.append(Recorded("POST", self.path, headers, body))
+            hold = state._hold
+            if hold is not None and hold[0] in raw.decode("utf-8", "replace"):
+                with state._lock:
+                    state.held += 1
+                hold[1].wait(60)
             if state._delay:
                 time.sleep(state._delay)
             failure = state._take_failure()

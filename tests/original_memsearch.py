@@ -19,8 +19,12 @@ __all__ = ["MODEL", "flags", "original_cli", "original_source", "run", "serving_
 def run(
     cli: Path | str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run one tool's CLI with a fake API key (the endpoint ignores it)."""
+    """Run one tool's CLI with a fake API key (the endpoint ignores it). The original runs its own
+    package: a PYTHONPATH naming our source tree (a run from a work tree) must not reach it, or
+    both "tools" would be ours."""
     environ = {**os.environ, "OPENAI_API_KEY": "sk-local", **(env or {})}
+    if Path(cli) == original_cli():
+        environ.pop("PYTHONPATH", None)
     return subprocess.run(
         [str(cli), *args], capture_output=True, text=True, env=environ, cwd=cwd, timeout=300
     )

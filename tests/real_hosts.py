@@ -256,6 +256,11 @@ def claude_world(root: Path, api_url: str, **extra_env: str) -> World:
 def opencode_world(root: Path, api_url: str, **extra_env: str) -> World:
     """A world whose OpenCode has one model, ``fake/fake-model`` at the fake model API ``api_url``
     (its settings in ``OPENCODE_CONFIG``, so a project's or the user's opencode.json adds to them)."""
+    return make_world(root, "opencode", **opencode_env(root, api_url), **extra_env)
+
+
+def opencode_env(root: Path, api_url: str) -> dict[str, str]:
+    """The variables that give OpenCode the fake model (its provider file written under ``root``)."""
     provider = root / "provider.json"
     provider.write_text(
         json.dumps(
@@ -275,14 +280,11 @@ def opencode_world(root: Path, api_url: str, **extra_env: str) -> World:
             }
         )
     )
-    return make_world(
-        root,
-        "opencode",
-        OPENCODE_CONFIG=str(provider),
-        OPENCODE_DISABLE_MODELS_FETCH="1",
-        OPENCODE_DISABLE_AUTOUPDATE="1",
-        **extra_env,
-    )
+    return {
+        "OPENCODE_CONFIG": str(provider),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }
 
 
 def _environ_of(pid: int) -> bytes:

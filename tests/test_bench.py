@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from evaluation import bench
-from evaluation.bench import REDACTION_ROWS, ROWS, SCALE_ROWS, BenchError, Tool, measure
+from evaluation.bench import RANKING_ROWS, REDACTION_ROWS, ROWS, SCALE_ROWS, BenchError, Tool, measure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(
     r"^\| (?P<name>[^|]+) \| (?P<original>[\d.]+ (?:s|ms|MB)) \| (?P<ours>[\d.]+ (?:s|ms|MB)) \| "
     r"(?P<ratio>\d+\.\d\d) \| (?:<|≤) [\d.]+ \| (?:✔|✘) \| 1 \|$"
+)
+
+
+#: The console's row: name | first request | median of the next | target | verdict | N.
+CONSOLE_LINE = re.compile(
+    r"^\| console timeline page, 365 days, 20,000 entries \| [\d.]+ ms \| [\d.]+ ms \| < 300 ms "
+    r"\| (?:✔|✘) \| 1 \|$"
 )
 
 
@@ -45,8 +52,12 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
         for line in proc.stdout.split("What forget's rewrite")[0].splitlines()
         if line.startswith("| ") and "figure" not in line
     ]
+    (console,) = [line for line in rows if line.startswith("| console timeline page")]
+    rows.remove(console)
+    assert CONSOLE_LINE.match(console), console  # ours alone: the original has no console
     expected = [
-        row.name.format(chunks=40, small=20, scale=30) for row in [*ROWS, *SCALE_ROWS, *REDACTION_ROWS]
+        row.name.format(chunks=40, small=20, scale=30)
+        for row in [*ROWS, *SCALE_ROWS, *REDACTION_ROWS, *RANKING_ROWS]
     ]
     assert [line.split(" | ")[0][2:] for line in rows] == expected
     for line in rows:

@@ -125,6 +125,46 @@ def test_one_character_body_is_not_meaningful() -> None:
     assert len(chunk_markdown("# H\nxy\n")) == 1
 
 
+# --- a note of headings alone (issue 38) ---------------------------------------------------------
+
+
+def test_a_note_that_is_only_a_heading_is_a_chunk() -> None:
+    """The original gives no chunk for it, so the note could never be found."""
+    text = "# Renew the wildcard TLS certificate before 2026-12-20\n"
+    chunks = chunk_markdown(text, "todo.md")
+    assert _summary(chunks) == [
+        ("Renew the wildcard TLS certificate before 2026-12-20", 1, 1, 1, text.strip())
+    ]
+    # the ID is the original's formula over that range and content (its final line break counted)
+    assert chunks[0].chunk_id("m") == compute_chunk_id(
+        "todo.md", 1, 2, compute_content_hash(text.strip()), "m"
+    )
+
+
+def test_a_document_of_headings_alone_gives_each_heading() -> None:
+    text = "# Outline\n\n## Renew certificates\n### Rotate the keys\n"
+    assert _summary(chunk_markdown(text)) == [
+        ("Outline", 1, 1, 2, "# Outline"),
+        ("Renew certificates", 2, 3, 3, "## Renew certificates"),
+        ("Rotate the keys", 3, 4, 4, "### Rotate the keys"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "headings"),
+    [
+        ("# Title\n\n## Empty\n\n## Body\nsome text\n", ["Body"]),  # a body beside headings alone
+        ("### 08:00\n<!-- session:s turn:t transcript:/x.jsonl -->\n", []),  # an empty captured turn
+        ("# H\nx\n", []),  # a stray character
+    ],
+)
+def test_any_other_document_is_chunked_as_the_original_chunks_it(text: str, headings: list[str]) -> None:
+    """Headings without a body give no chunk beside anything else, so every other document's chunks
+    (and so their IDs) are exactly the original's (its rule: a section needs two characters of
+    body, comments and heading lines not counted)."""
+    assert [c.heading for c in chunk_markdown(text)] == headings
+
+
 def test_content_hash_depends_on_content_only() -> None:
     a = chunk_markdown("# Same\nbody text\n", "a.md")[0]
     b = chunk_markdown("# Same\nbody text\n", "b.md")[0]

@@ -57,6 +57,7 @@ def test_index_search_expand_roundtrip(run, memory: Path) -> None:
         "start_line",
         "end_line",
         "score",
+        "relevance",  # added after the original's keys
     ]
     top = hits[0]
     assert top["source"] == str(memory / "2026-11-03.md") and top["heading"] == "15:30"

@@ -306,30 +306,37 @@ def test_init_project_defaults_come_from_existing_project_file(isolated_env: Pat
     assert data["indexing"] == {"ignore_files": [], "exclude": []}
 
 
-#: Answers for the global wizard, in order; None = press Enter.
-GLOBAL_QUESTIONS = (
-    ["milvus.uri", "milvus.token", "milvus.collection"]
-    + ["embedding.provider", "embedding.model", "embedding.base_url", "embedding.api_key"]
-    + ["chunking.max_chunk_size", "chunking.overlap_lines", "watch.debounce_ms"]
-    + ["llm.provider", "llm.model", "llm.base_url", "llm.api_key"]
-    + [
+#: The global wizard's sections, in order, each with the questions it asks once answered y.
+GLOBAL_SECTIONS: list[list[str]] = [
+    ["milvus.uri", "milvus.token", "milvus.collection"],
+    ["embedding.provider", "embedding.model", "embedding.base_url", "embedding.api_key"],
+    ["chunking.max_chunk_size", "chunking.overlap_lines"],
+    ["watch.debounce_ms"],
+    ["llm.provider", "llm.model", "llm.base_url", "llm.api_key"],
+    [
         f"plugins.{p}.summarize.{f}"
         for p in ("claude-code", "codex", "opencode", "openclaw", "dsh")
         for f in ("enabled", "provider", "model")
-    ]
-    + [
+    ],
+    [
         f"plugins.{p}.{t}.enabled"
         for p in ("claude-code", "codex", "opencode", "openclaw", "dsh")
         for t in ("project_review", "user_profile")
-    ]
-    + [f"prompts.{n}" for n in ("compact", "summarize", "project_review", "user_profile", "memory_to_skill")]
-)
+    ],
+    [f"prompts.{n}" for n in ("compact", "summarize", "project_review", "user_profile", "memory_to_skill")],
+]
+GLOBAL_QUESTIONS = [q for section in GLOBAL_SECTIONS for q in section]
+
+
+def answer_lines(**given: str) -> list[str]:
+    """Every section opened (y), then each question answered from ``given`` (Enter otherwise)."""
+    keyed = {k.replace("__", "."): v for k, v in given.items()}
+    assert set(keyed) <= set(GLOBAL_QUESTIONS)
+    return [line for section in GLOBAL_SECTIONS for line in ["y", *(keyed.get(q, "") for q in section)]]
 
 
 def answers(**given: str) -> str:
-    keyed = {k.replace("__", "."): v for k, v in given.items()}
-    assert set(keyed) <= set(GLOBAL_QUESTIONS)
-    return "".join(f"{keyed.get(q, '')}\n" for q in GLOBAL_QUESTIONS)
+    return "".join(f"{line}\n" for line in answer_lines(**given))
 
 
 EXISTING_GLOBAL = """
@@ -362,7 +369,9 @@ def test_init_global_keeps_env_refs_and_unprompted_keys(monkeypatch: pytest.Monk
     result = run("init", input=answers(**{"plugins__codex__summarize__provider": "fast"}))
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert out.startswith(f"memsearch configuration wizard\nWriting to: {path}\n\n── Milvus ──\n")
+    assert out.startswith(f"memsearch configuration wizard\nWriting to: {path}\n\n")
+    assert "\n── Milvus ── uri ~/.memsearch/milvus.db, collection memsearch_chunks\n" in out
+    assert "\n── Embedding ── provider openai, model text-embedding-3-large\n" in out
     assert "  Milvus token (empty for none) [env:ZILLIZ_TOKEN]: \n" in out
     assert "  Model [text-embedding-3-large]: \n" in out
     assert (
@@ -433,9 +442,12 @@ def test_init_typed_model_and_values_are_written() -> None:
 
 
 def test_init_enabled_maintenance_task_asks_details() -> None:
-    questions = GLOBAL_QUESTIONS.index("plugins.claude-code.project_review.enabled")
-    lines = [""] * len(GLOBAL_QUESTIONS)
-    lines[questions] = "y"
+    lines = answer_lines(**{"plugins__claude-code__project_review__enabled": "y"})
+    section = next(
+        i for i, keys in enumerate(GLOBAL_SECTIONS) if "plugins.claude-code.project_review.enabled" in keys
+    )
+    questions = sum(1 + len(keys) for keys in GLOBAL_SECTIONS[:section]) + 1  # its y, then the switch
+    assert lines[questions] == "y"
     details = ["native", "", "6", "notes", "OUT.md"]
     lines[questions + 1 : questions + 1] = details
     result = run("init", input="".join(f"{line}\n" for line in lines))

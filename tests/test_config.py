@@ -681,8 +681,9 @@ def test_set_project_refuses_trusted_keys(isolated_env: Path) -> None:
 
 def test_set_keeps_other_keys_and_replaces_non_tables() -> None:
     write_global('milvus = "oops"\n[reranker]\nmodel = "r"\n')
-    C.set_config_value("milvus.uri", "u")
-    assert C.load_config_file(C.global_config_path()) == {"milvus": {"uri": "u"}, "reranker": {"model": "r"}}
+    C.set_config_value("milvus.uri", "u.db")
+    expected = {"milvus": {"uri": "u.db"}, "reranker": {"model": "r"}}
+    assert C.load_config_file(C.global_config_path()) == expected
 
 
 def test_set_deprecated_compact_key_logs(caplog: pytest.LogCaptureFixture) -> None:

@@ -530,11 +530,15 @@ def test_weighted_fusion_leans_on_the_favoured_leg(tmp_path: Path) -> None:
     assert hybrid_weights("database timeout") == (HYBRID_TILT, 1.0)
     with MilvusStore(str(tmp_path / "m.db"), collection="c", dimension=2, analyzer="jieba") as s:
         s.upsert(rows)
-        dense_first = s.search([1.0, 0.0], query_text="milvus", top_k=2, weights=(1.5, 1.0))
-        sparse_first = s.search([1.0, 0.0], query_text="milvus", top_k=2, weights=(1.0, 1.5))
+        two = {"top_k": 2, "candidates": 2}  # the arithmetic below: two hits per leg
+        dense_first = s.search([1.0, 0.0], query_text="milvus", weights=(1.5, 1.0), **two)
+        sparse_first = s.search([1.0, 0.0], query_text="milvus", weights=(1.0, 1.5), **two)
         plain = s.search([1.0, 0.0], query_text="milvus", top_k=3)
         top = s.search([0.8, 0.6], query_text="once", top_k=1, weights=(1.5, 1.0))
-    # Each leg fetches top_k=2: dense near, both; BM25 word, both. Weighted RRF (k=60), normalised:
+        # every candidate (the default depth): "word" is also the dense leg's third, so it is in
+        # both lists, and passes "near", which is in one
+        deep = s.search([1.0, 0.0], query_text="milvus", top_k=3, weights=(1.5, 1.0))
+    # Each leg fetches 2: dense near, both; BM25 word, both. Weighted RRF (k=60), normalised:
     best = 2.5 / 61
     assert [r["chunk_hash"] for r in dense_first] == ["both", "near"]
     assert dense_first[0]["score"] == pytest.approx((1.5 / 62 + 1 / 62) / best)
@@ -544,6 +548,7 @@ def test_weighted_fusion_leans_on_the_favoured_leg(tmp_path: Path) -> None:
     assert sparse_first[1]["score"] == pytest.approx((1.5 / 61) / best)  # 0.6, ahead of near's 0.4
     assert top[0]["chunk_hash"] == "both" and top[0]["score"] == pytest.approx(1.0)
     assert {r["chunk_hash"] for r in plain} == {"near", "word", "both"}  # weights=None: Milvus' RRF
+    assert [r["chunk_hash"] for r in deep] == ["both", "word", "near"]
 
 
 # --- end to end: the harness indexes like the product ---------------------------------------------

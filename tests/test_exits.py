@@ -66,6 +66,7 @@ CLI_COMMANDS = {
     "serve": "the service's own lines",
     "service": "services: PIDs, stores, command lines",
     "summarize": "the summary of a transcript read from stdin (the capture side: boundary 'summary')",
+    "ui": "driven (every page and JSON answer: the door 'console'; more in tests/test_console.py)",
 }
 #: Host events: driven below, or what they show instead.
 HOST_EVENTS = {
@@ -185,6 +186,9 @@ def _plant(project: Path, transcript: Path) -> list[Path]:
 
 def _config(home: Path, store: Path, model_url: str) -> None:
     text = f'[milvus]\nuri = "{store}"\n\n'
+    # every hit reaches every door (MCP, auto-inject and agent searches keep to the strong-match
+    # floor by default): the most text a door could let out
+    text += "[search]\nmin_relevance = 0.0\n\n"
     text += (
         f'[llm.providers.fake]\ntype = "anthropic"\nbase_url = "{model_url}"\napi_key = "k"\nmodel = "m"\n'
     )
@@ -356,6 +360,18 @@ async def test_no_door_lets_a_planted_secret_out(isolated_env: Path, model_api: 
                 "--output-dir",
                 str(isolated_env / "compacted"),
             )
+            from console_run import running_console
+
+            with running_console(cwd=project, env={"MEMSEARCH_NO_WATCH": "1"}) as ui:
+                pages = ["/", "/api/timeline", "/inbox", "/activity", "/api/activity"]
+                for q in ("deploy token password key secret", "vault rotation access keys"):
+                    pages += [f"/search?q={q.replace(' ', '+')}", f"/api/search?q={q.replace(' ', '+')}"]
+                pages += [f"/expand?chunk={h}" for h in cli_hashes]
+                pages += [f"/transcript?path={transcript}&turn={TURN}"]
+                for page in pages:
+                    answer = ui.get(page)
+                    assert answer.status == 200, (page, answer.body[:500])
+                    outputs["ui"] = outputs.get("ui", "") + answer.body
             model_api.on(
                 lambda call: "project_review" in call.everything or "PROJECT.md" in call.everything,
                 _maintenance_answer(cli_hashes[0]),

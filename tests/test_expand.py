@@ -164,6 +164,47 @@ def test_unknown_extra_field_is_tolerated() -> None:
     assert anchor is not None and anchor.kind == "claude-code"
 
 
+def test_an_openclaw_anchor_with_its_turn_is_openclaws() -> None:
+    """OpenClaw writes ``session transcript turn`` (the fields of Claude Code's anchor): its
+    transcript, an OpenClaw agent's database or session file, tells the two apart."""
+    db = "/home/u/.openclaw/agents/main/agent/openclaw-agent.sqlite"
+    anchor = parse_anchor(f"<!-- session:oc-7 transcript:{db} turn:evt-3 -->")
+    assert anchor is not None and anchor.kind == "openclaw"
+    jsonl = "/home/u/.openclaw/agents/main/sessions/oc-7.jsonl"
+    assert parse_anchor(f"<!-- session:oc-7 transcript:{jsonl} turn:e -->").kind == "openclaw"  # type: ignore[union-attr]
+    claude = "/home/u/.claude/projects/-home-u-app/s.jsonl"
+    assert parse_anchor(f"<!-- session:s turn:u transcript:{claude} -->").kind == "claude-code"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("fields", "host"),
+    [
+        ({"session": "s", "turn": "u", "transcript": "/h/.claude/projects/p/s.jsonl"}, "claude-code"),
+        ({"session": "s", "rollout": "/h/.codex/sessions/r.jsonl", "turn_id": "t"}, "codex"),
+        ({"session": "s", "rollout": ""}, "codex"),
+        ({"session": "ses_1", "turn": "msg_1", "db": "/h/.local/share/opencode/opencode.db"}, "opencode"),
+        ({"session": "ses_1", "db": "/h/opencode.db"}, "opencode"),
+        (
+            {
+                "session": "s",
+                "transcript": "/h/.openclaw/agents/main/agent/openclaw-agent.sqlite",
+                "turn": "e",
+            },
+            "openclaw",
+        ),
+        ({"session": "s", "transcript": "/h/.openclaw/agents/main/sessions/s.jsonl"}, "openclaw"),
+        ({"session": "session-1", "turn": "3", "db": "/h/.dsh/sessions/session-1.jsonl.zst"}, "dsh"),
+        ({"via": "mcp"}, "mcp"),
+        ({}, ""),
+        ({"session": "s", "turn": "u"}, ""),
+    ],
+)
+def test_the_host_that_wrote_an_anchor(fields: dict[str, str], host: str) -> None:
+    from memsearch.engine.expand import anchor_host
+
+    assert anchor_host(fields) == host
+
+
 def test_windows_paths_keep_their_drive_colon() -> None:
     anchor = parse_anchor(r"<!-- session:s turn:u transcript:C:\Users\me\s.jsonl -->")
     assert anchor is not None and anchor.transcript == r"C:\Users\me\s.jsonl"
@@ -331,8 +372,16 @@ def test_missing_source(tmp_path: Path) -> None:
     with pytest.raises(SourceFileNotFoundError) as info:
         expand_chunk(row)
     assert str(info.value) == f"Source file not found: {tmp_path / 'gone.md'}"
-    assert info.value.hint == "the file was moved or deleted; run `memsearch index` to refresh the index"
+    assert info.value.hint == (
+        f"the file was moved or deleted: `memsearch index {tmp_path / 'gone.md'}` removes its chunks "
+        "from the index (then index where it went)"
+    )
     assert isinstance(info.value, FileNotFoundError)
+    # a folder moved away: the hint names the folder, so one command drops all it held
+    row["source"] = str(tmp_path / "notes" / "deep" / "gone.md")
+    with pytest.raises(SourceFileNotFoundError) as info:
+        expand_chunk(row)
+    assert f"`memsearch index {tmp_path / 'notes'}` removes its chunks" in info.value.hint
 
 
 def test_file_shrank_since_indexing(tmp_path: Path) -> None:
@@ -340,7 +389,7 @@ def test_file_shrank_since_indexing(tmp_path: Path) -> None:
     path.write_text("# Title\n", encoding="utf-8")
     with pytest.raises(StaleChunkError) as info:
         expand_chunk(_row(chunks["B"], path))
-    assert "run `memsearch index`" in info.value.hint
+    assert f"`memsearch index {path}` brings its chunks up to date" in info.value.hint
 
 
 def test_binary_source_is_a_clear_error(tmp_path: Path) -> None:

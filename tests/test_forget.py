@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -255,6 +256,35 @@ def test_forget_by_query_asks_first(world: World) -> None:
     proc = world.run("forget", "--query", "porcupine quills garden", "-k", "1", stdin="y\n")
     assert proc.returncode == 0, proc.stderr
     assert not world.found("porcupine") and world.found("zebrafish") and world.found("marmalade")
+
+
+def test_forget_by_query_refuses_a_weak_match_and_changes_nothing(world: World, tmp_path: Path) -> None:
+    """Issue 36: the note the user meant was not indexed, the query's best hit was another note's
+    section, and ``--yes`` deleted it. Only hits at or above the strong-match floor are proposed:
+    here none is, so the command refuses with one line naming the best relevance and the floor."""
+    meant = world.dir / "car.md"  # written after the index ran: not in it
+    meant.write_text(
+        "# Car\n\nChange the winter tyres on the estate car in late October.\n", encoding="utf-8"
+    )
+    before = {p: p.read_bytes() for p in world.dir.iterdir()}
+    for k in ("1", "3"):
+        proc = world.run(
+            "forget", "--query", "when do we change the winter tyres on the car", "-k", k, "--yes"
+        )
+        assert proc.returncode == 1, proc.stdout
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith("Error: nothing matches the query strongly enough to forget"), line
+        assert re.search(r"best hit has relevance 0\.\d\d; the floor is 0\.\d\d", line), line
+        assert "Will forget" not in proc.stdout
+    assert {p: p.read_bytes() for p in world.dir.iterdir()} == before
+    assert world.found("pitchfork") and world.found("kubernetes")
+
+    shown = world.run("forget", "--query", "porcupine quills garden", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"2026-03-24\.md lines \d+-\d+  11:00  \(relevance [01]\.\d\d\)", shown.stdout), (
+        shown.stdout
+    )
+    assert world.state() == "before"
 
 
 def test_previews_never_show_a_secret(world: World) -> None:

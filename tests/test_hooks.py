@@ -240,9 +240,30 @@ def test_prompt_submit_auto_injects_the_best_hits(hk: HookEnv) -> None:
     ]
     assert context.startswith("[memsearch] Notes from past sessions")
     hits = [line for line in context.splitlines() if line.startswith("- [")]
-    assert len(hits) == 2
-    assert "weasyprint" in context and "chunk_hash " in context
+    assert 1 <= len(hits) <= 2  # the best two, those at or above the strong-match floor
+    assert "weasyprint" in hits[0] and "chunk_hash " in context
     assert f"--collection {collection}" in context
+
+
+def test_prompt_submit_injects_nothing_when_memory_has_no_strong_match(hk: HookEnv) -> None:
+    """Auto-inject below the strong-match floor: no hits and no hint (memory holds nothing on this
+    prompt, a hint would send the model searching), and the recall log counts a skip."""
+    hk.copy_memory()
+    collection = hk.collection()
+    assert hk.memsearch("index", str(hk.memory_dir), "--collection", collection).returncode == 0
+    key = "plugins.claude-code.prompt_recall.auto_inject"
+    assert hk.memsearch("config", "set", key, "true").returncode == 0
+    for prompt in ("zzzqqq xylophone qwfpgj", "啊呜咕噜叽里呱啦嘿哈"):
+        stdin = json.dumps({"prompt": prompt, "cwd": str(hk.project), "session_id": "sess-weak"})
+        assert hook_json(hk.hook("claude-code", "prompt-submit", stdin)) == {}, prompt
+    stdin = json.dumps({"prompt": "which PDF renderer version did we pin?", "cwd": str(hk.project)})
+    assert "weasyprint" in hk.hook("claude-code", "prompt-submit", stdin).stdout.lower()
+    shown = hk.memsearch("stats", "--recall", "--json-output", "--collection", collection)
+    assert shown.returncode == 0, shown.stderr
+    rows = {row["session"]: row for row in json.loads(shown.stdout)["sessions"]}
+    assert (rows["sess-weak"]["skips"], rows["sess-weak"]["injections"]) == (2, 0)
+    table = hk.memsearch("stats", "--recall", "--collection", collection).stdout
+    assert "skipped" in table.splitlines()[1]
 
 
 def test_prompt_recall_searches_with_the_prompt_redacted(hk: HookEnv) -> None:
@@ -420,6 +441,38 @@ def test_stop_uses_the_configured_provider_first(hk: HookEnv, fake_llm: FakeLLMS
     proc = hk.hook("claude-code", "stop", stdin)
     assert "summary provider failed" in proc.stderr
     assert "- Claude Code changed the code and ran the tests." in hk.journal()
+
+
+def test_the_summaries_model_calls_are_in_the_recall_log(hk: HookEnv, fake_llm: FakeLLMServer) -> None:
+    """Each summary's model call is logged with its tokens (never its text): the provider's, a
+    failed one, and the host CLI that took over; ``stats --recall`` sums them per purpose."""
+    from memsearch.agent.hooks.collection import derive_collection
+
+    hk.write_config(
+        '[plugins.claude-code.summarize]\nprovider = "team"\n\n'
+        '[llm.providers.team]\ntype = "openai-compatible"\nmodel = "notes-1"\n'
+        f'base_url = "{fake_llm.url}/v1"\n'
+    )
+    fake_llm.reply("- User asked for Decimal totals.\n- The provider wrote these notes.")
+    stdin = claude_stop_stdin(hk, claude_transcript(hk))
+    hook_json(hk.hook("claude-code", "stop", stdin))
+    fake_llm.fail(500)
+    (hk.memory_dir / f"{time.strftime('%Y-%m-%d')}.md").unlink()
+    hook_json(hk.hook("claude-code", "stop", stdin))
+    collection = derive_collection(hk.project)
+    log = (hk.home / ".memsearch" / "recall" / f"{collection}.jsonl").read_text(encoding="utf-8")
+    calls = [e for e in map(json.loads, log.splitlines()) if e["event"] == "llm"]
+    assert [(c["purpose"], c["backend"], c["ok"]) for c in calls] == [
+        ("summary", "provider:team", True),
+        ("summary", "provider:team", False),
+        ("summary", "native:claude-code", True),
+    ]
+    assert all(c["prompt_tokens"] > 50 and c["host"] == "claude-code" for c in calls)
+    assert calls[0]["answer_tokens"] > 5 and calls[1]["answer_tokens"] == 0
+    assert "Decimal" not in log  # tokens, never the text
+    stats = hk.memsearch("stats", "--recall", "-j", "--collection", collection)
+    (summary,) = json.loads(stats.stdout)["llm"]
+    assert (summary["purpose"], summary["calls"], summary["failed"]) == ("summary", 3, 1)
 
 
 def test_stop_does_nothing_when_there_is_nothing_to_record(hk: HookEnv) -> None:

@@ -4,6 +4,7 @@ from models and users, the recent-memory preview, and many writers at once."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 import time
 from pathlib import Path
@@ -283,3 +284,22 @@ def test_an_entry_waiting_for_the_lock_goes_into_a_journal_renamed_over_meanwhil
     writer.join(timeout=10)
     text = path.read_text(encoding="utf-8")
     assert "- rewritten" in text and "- the waiting entry" in text
+
+
+def test_entries_without_a_session_in_one_minute_share_one_heading(tmp_path: Path) -> None:
+    """Two MCP ``remember`` notes in one minute wrote two identical ``## Session HH:MM`` headings."""
+    at = dt.datetime(2026, 11, 30, 10, 5, 10)
+    for second, bullet in ((10, "first"), (50, "second")):
+        append_entry(tmp_path, JournalEntry([bullet]), when=at.replace(second=second))
+    append_entry(tmp_path, JournalEntry(["third"]), when=at.replace(minute=6))  # another minute
+    session = JournalEntry(["a turn"], {"session": "s1", "turn": "t1"}, ("session", "turn"))
+    append_entry(tmp_path, session, when=at.replace(minute=6))  # a session of its own: its heading
+    append_entry(tmp_path, JournalEntry(["fourth"]), when=at.replace(minute=6))  # not under s1's
+    text = (tmp_path / "2026-11-30.md").read_text(encoding="utf-8")
+    assert re.findall(r"^## Session .*$", text, re.MULTILINE) == [
+        "## Session 10:05",
+        "## Session 10:06",
+        "## Session 10:06",
+        "## Session 10:06",
+    ]
+    assert text.index("- first") < text.index("- second") < text.index("## Session 10:06")

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
+from memsearch.config.schema import DEFAULT_CANDIDATES
 from memsearch.store import MilvusStore, fuse, source_prefix_filter
+from memsearch.store.fusion import leg_order
 from memsearch.store.lite import LiteClient
 from memsearch.store.lite.fast_search import LiteSearcher
 from memsearch.store.rows import QUERY_FIELDS
@@ -191,7 +193,8 @@ def test_unflushed_writes_go_to_the_engine_and_a_flush_renews_the_cache(store: M
 
 
 def test_store_search_results_are_the_engines(store: MilvusStore) -> None:
-    """MilvusStore.search (both legs, RRF) over the fast path ranks and scores as over the engine."""
+    """MilvusStore.search (both legs, RRF over the default candidates) over the fast path ranks and
+    scores as over the engine."""
     rng = random.Random(5)
     collection = LiteClient(store.uri)
     try:
@@ -202,13 +205,16 @@ def test_store_search_results_are_the_engines(store: MilvusStore) -> None:
                 before = _segments(engine_collection)
                 got = store.search(vector, query_text=text, top_k=10, weights=(1.5, 1.0))
                 legs = {
-                    leg: engine_collection.search(
-                        [vector if leg == "dense" else text],
-                        top_k=10,
-                        metric_type=metric,
-                        output_fields=QUERY_FIELDS,
-                        anns_field=field,
-                    )[0]
+                    leg: leg_order(
+                        engine_collection.search(
+                            [vector if leg == "dense" else text],
+                            top_k=DEFAULT_CANDIDATES,
+                            metric_type=metric,
+                            output_fields=QUERY_FIELDS,
+                            anns_field=field,
+                        )[0],
+                        leg,
+                    )
                     for leg, (field, metric) in LEGS.items()
                 }
                 if _segments(engine_collection) == before:

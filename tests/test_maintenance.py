@@ -774,3 +774,67 @@ def test_a_gemini_provider_gets_the_lookup_tool_too(
     model_turn, tool_turn = second["contents"][1:]
     assert model_turn["parts"][1]["thoughtSignature"] == "sig-1"  # sent back as given
     assert "cut the release please" in tool_turn["parts"][0]["functionResponse"]["response"]["output"]
+
+
+def test_each_rewrite_waits_for_review_and_can_be_reverted(
+    tmp_path: Path,
+    model_api: FakeModelAPI,  # noqa: F811
+    fake_api: FakeEmbeddingServer,  # noqa: F811
+) -> None:
+    """``maintenance history|keep|revert``: every rewrite of PROJECT.md is recorded with its diff; a
+    revert puts the text before it back (and the index follows), unless a later run changed the
+    file; the model calls are in the recall log with their tokens."""
+    project, home = api_project(tmp_path, model_api.url, fake_api.url)
+    answers = iter(["Billing service (v1).", "Billing service (v2), releases with `make release`."])
+
+    def project_answer(call: ModelCall) -> Answer:
+        content = f"# Project\n\n{next(answers)}"
+        return Answer(text=json.dumps({"action": "replace", "reason": "moved on", "content": content}))
+
+    model_api.on(lambda c: task_of(c) == "project_review", project_answer)
+    memsearch_dir = project / ".memsearch"
+    (memsearch_dir / "PROJECT.md").write_text("# Project\n\nBy hand.\n")
+    for _ in range(2):
+        ran = memsearch(project, home, "maintenance", "run", "--task", "project_review", "--force")
+        assert ran.returncode == 0, ran.stderr
+    listed = memsearch(project, home, "maintenance", "history", "-j")
+    assert listed.returncode == 0, listed.stderr
+    history = json.loads(listed.stdout)
+    assert [(r["task"], r["status"]) for r in history] == [("project_review", "new")] * 2
+    newest, older = history
+    assert "-Billing service (v1)." in newest["diff"] and "+Billing service (v2)" in newest["diff"]
+    assert "-By hand." in older["diff"] and (newest["added"], newest["removed"]) == (1, 1)
+    plain = memsearch(project, home, "maintenance", "history").stdout
+    assert f"{newest['id']}  project_review rewrote {memsearch_dir / 'PROJECT.md'}" in plain
+
+    refused = memsearch(project, home, "maintenance", "revert", older["id"])
+    assert refused.returncode == 1 and refused.stderr.startswith("Error: PROJECT.md changed since run")
+    assert "(v2)" in (memsearch_dir / "PROJECT.md").read_text()
+    reverted = memsearch(project, home, "maintenance", "revert", newest["id"])
+    assert reverted.returncode == 0, reverted.stderr
+    assert (memsearch_dir / "PROJECT.md").read_text() == "# Project\n\nBilling service (v1).\n"
+    collection = memsearch(project, home, "hook", "claude-code", "collection").stdout.strip()
+    found = memsearch(
+        project, home, "search", "billing service make release", "--collection", collection, "-j"
+    )
+    texts = [h["content"] for h in json.loads(found.stdout) if h["source"].endswith("PROJECT.md")]
+    assert texts and all("(v1)" in t and "(v2)" not in t for t in texts)  # reindexed after the revert
+    assert memsearch(project, home, "maintenance", "keep", older["id"]).returncode == 0
+    assert memsearch(project, home, "maintenance", "history").stdout.startswith(
+        "No maintenance rewrite waits"
+    )
+    every = json.loads(memsearch(project, home, "maintenance", "history", "--all", "-j").stdout)
+    assert [r["status"] for r in every] == ["reverted", "kept"]
+    unknown = memsearch(project, home, "maintenance", "keep", "20260101T000000000000Z-project_review")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("Error: no maintenance run")
+    records = home / ".memsearch" / "maintenance-runs"
+    assert records.stat().st_mode & 0o777 == 0o700  # memsearch's own record, not the project's
+
+    report = json.loads(
+        memsearch(project, home, "stats", "--recall", "-j", "--collection", collection).stdout
+    )
+    (calls,) = [p for p in report["llm"] if p["purpose"] == "maintenance:project_review"]
+    assert (calls["calls"], calls["failed"]) == (2, 0)
+    assert calls["prompt_tokens"] > 500 and calls["answer_tokens"] > 10
+    (row,) = report["sessions"]  # the search above; a maintenance run is no session's recall
+    assert (row["session"], row["searches"], row["injections"]) == ("unknown", 1, 0)

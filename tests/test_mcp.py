@@ -76,6 +76,9 @@ async def test_tools_listed_and_search_then_expand(isolated_env: Path) -> None:
         schemas = json.dumps([t.input_schema for t in tools.values()])
         assert '"title"' not in schemas and '"null"' not in schemas
         assert tools["search"].input_schema["properties"]["top_k"]["maximum"] == 50
+        # Sent with every request too: one line per paragraph, not the docstring's indentation.
+        for tool in tools.values():
+            assert tool.description and "\n" not in tool.description and "  " not in tool.description
         resources = {str(r.uri) for r in (await client.list_resources()).resources}
         assert {"memsearch://journal/today", "memsearch://journal/recent"} <= resources
 
@@ -101,6 +104,14 @@ async def test_tools_listed_and_search_then_expand(isolated_env: Path) -> None:
         assert not error and "No memory matches" in text
         error, text = await call(client, "search", {"query": "checkout", "since": "someday"})
         assert error and "Error: not a day: 'someday'" in text and "YYYY-MM-DD" in text
+        # the calendar's ends are days like any other; past them, one clear error (not "Error
+        # executing tool search" from an overflow)
+        error, text = await call(
+            client, "search", {"query": "checkout", "since": "0001-01-01", "until": "9999-12-31"}
+        )
+        assert not error and "2026-11-30.md" in text, text
+        error, text = await call(client, "search", {"query": "checkout", "since": "9999y"})
+        assert error and "Error: '9999y' is out of range: days run from 0001-01-01" in text, text
 
         error, text = await call(client, "stats", {})
         assert not error and f"Collection: {derive_collection(project)}" in text
@@ -155,6 +166,66 @@ async def test_bad_inputs_are_error_results_and_the_server_goes_on(isolated_env:
             assert len(text) < 5000
         error, text = await call(client, "stats", {})
         assert not error, text
+
+
+#: A bad call -> the start of the one line it answers (each ends with a hint).
+BAD_CALLS: list[tuple[str, dict[str, object], str]] = [
+    ("search", {"query": 42}, "Error: search: query: input should be a valid string (got 42). Hint: query: "),
+    (
+        "search",
+        {"query": "x", "top_k": "many"},
+        "Error: search: top_k: input should be a valid integer, unable to parse string as an integer "
+        "(got 'many'). Hint: top_k: How many hits",
+    ),
+    ("search", {}, "Error: search: query: field required. Hint: query: What to look for."),
+    ("search", {"query": "x" * 10_000_000}, "Error: search: query: string should have at most "),
+    ("expand", {"chunk_hash": "zz"}, "Error: expand: chunk_hash: string should match pattern"),
+    ("no_such_tool", {}, "Error: there is no tool named 'no_such_tool'. Hint: the tools are search, "),
+    ("search", {"query": "x", "since": "someday"}, "Error: not a day: 'someday'"),  # the tool's own
+]
+
+
+async def test_a_bad_call_answers_one_error_line_with_a_hint(isolated_env: Path) -> None:
+    """Not pydantic's report with its link, nor the SDK's "Error executing tool" prefix: the
+    project's one line, as the CLI prints it."""
+    project = _project(isolated_env)
+    async with session(project) as client:
+        for tool, args, start in BAD_CALLS:
+            error, text = await call(client, tool, args)
+            assert error and text.startswith(start), (tool, text[:300])
+            assert "\n" not in text and "Hint: " in text and len(text) < 400, text[:300]
+            assert "pydantic" not in text and "Error executing tool" not in text
+
+
+async def test_a_project_with_no_memory_yet_answers_so_as_a_result(isolated_env: Path) -> None:
+    """Not "No collection ... run memsearch index": nothing went wrong, there is no memory yet;
+    remember then writes the first note and search finds it."""
+    project = isolated_env / "new-project"
+    (project / ".git").mkdir(parents=True)
+    async with session(project) as client:
+        for tool, args in [
+            ("search", {"query": "TLS certificate"}),
+            ("expand", {"chunk_hash": "0123456789abcdef"}),
+        ]:
+            error, text = await call(client, tool, args)
+            assert not error and text.startswith("No memory yet: nothing of this project is indexed"), text
+        error, text = await call(
+            client, "remember", {"note": "Renew the wildcard TLS certificate by 2026-12-20."}
+        )
+        assert not error, text
+        error, text = await call(client, "search", {"query": "TLS certificate"})
+        assert not error and "Renew the wildcard TLS certificate" in text
+
+
+async def test_notes_remembered_in_one_minute_share_one_session_heading(isolated_env: Path) -> None:
+    project = _project(isolated_env)
+    async with session(project) as client:
+        for note in ("The deploy window is Tuesday.", "The freeze starts on the 18th."):
+            error, text = await call(client, "remember", {"note": note})
+            assert not error, text
+    journal = max((project / ".memsearch" / "memory").glob("*.md"), key=lambda p: p.stat().st_mtime)
+    headings = re.findall(r"^## Session \d\d:\d\d$", journal.read_text(encoding="utf-8"), re.MULTILINE)
+    assert headings and len(headings) == len(set(headings)), headings  # two only across a minute's turn
 
 
 async def test_transcript_reads_only_what_memsearch_anchored(isolated_env: Path) -> None:
@@ -375,7 +446,8 @@ async def test_recall_tools_keep_to_the_token_budget_and_are_logged(isolated_env
 
     project = _project(isolated_env)
     config = Path(os.environ["HOME"]) / ".memsearch" / "config.toml"
-    config.write_text("[context]\nrecall_tokens = 200\n", encoding="utf-8")
+    # every hit (no strong-match floor): more than the budget holds
+    config.write_text("[context]\nrecall_tokens = 200\n\n[search]\nmin_relevance = 0.0\n", encoding="utf-8")
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     async with session(project) as client:
         error, text = await call(client, "search", {"query": f"checkout timeout {token}", "top_k": 3})

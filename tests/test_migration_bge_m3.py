@@ -36,7 +36,12 @@ pytestmark = pytest.mark.model  # our default model is loaded too (a search embe
 
 REVISION = "5e3b9c0d1f2a"
 DIMENSION = 1024
-MIGRATION_ERROR = (ORIGINAL_MODEL, "not in the HuggingFace cache", "memsearch reset --yes", "index --force")
+MIGRATION_ERROR = (
+    ORIGINAL_MODEL,
+    "not in the HuggingFace cache",
+    "memsearch reset --yes",
+    "then `memsearch index <paths>`",
+)
 
 
 def write_bge_m3_like(path: Path) -> None:

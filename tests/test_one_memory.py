@@ -514,7 +514,7 @@ def test_a_programs_watch_runs_at_the_owner_and_here_once_the_owner_goes(tmp_pat
         try:
             assert next_line(program, 120) == "watching with OwnerWatch"
             first = w.note("at-owner.md", "The owner indexed a note about the lantern on the jetty.")
-            assert next_line(program) == f"Indexed 1 chunks from {first}"
+            assert next_line(program) == f"Indexed 1 chunk from {first}"
             assert "at-owner.md" in w.sources("lantern on the jetty")
             serve.send_signal(signal.SIGTERM)
             assert serve.wait(timeout=60) == 0
@@ -527,7 +527,7 @@ def test_a_programs_watch_runs_at_the_owner_and_here_once_the_owner_goes(tmp_pat
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
             second = w.note("here.md", "The program itself indexed a note about the otter in the reeds.")
-            assert next_line(program) == f"Indexed 1 chunks from {second}"
+            assert next_line(program) == f"Indexed 1 chunk from {second}"
             assert "here.md" in w.sources("otter in the reeds")
         finally:
             _out, err = program.communicate(timeout=60)

@@ -236,3 +236,13 @@ def test_stats_recall_sums_a_scripted_session(tmp_path: Path) -> None:
         "stats", "--recall", "--collection", collection, env={**env, "MEMSEARCH_RECALL_LOG": "0"}, cwd=project
     )
     assert off.stdout.startswith("Recall log: off")
+
+
+def test_stats_recall_of_a_damaged_time_is_no_traceback() -> None:
+    """A logged time no calendar day holds (a damaged log line): ``stats --recall`` shows "?" for
+    it instead of a traceback from ``datetime.fromtimestamp``."""
+    line = {"ts": 1e20, "session": "far-away", "host": "claude-code", "event": "search", "hits": 1}
+    recall_log._append(recall_log.log_path("farcoll"), json.dumps(line) + "\n")
+    proc = _cli("stats", "--recall", "--collection", "farcoll")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "far-away" in proc.stdout and " ? " in proc.stdout, proc.stdout

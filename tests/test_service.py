@@ -280,7 +280,7 @@ def test_search_keeps_working_while_watch_runs(uri: str, memory: Path, tmp_path:
         watch.send_signal(signal.SIGTERM)
         assert watch.wait(timeout=60) == 0
     log = (tmp_path / "watch.log").read_text()
-    assert f"Indexed 1 chunks from {memory / '2026-11-06.md'}" in log
+    assert f"Indexed 1 chunk from {memory / '2026-11-06.md'}" in log
     assert log.rstrip().endswith("Stopping watcher.")
     assert not service_paths(uri).socket.exists()
 

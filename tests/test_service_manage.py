@@ -188,6 +188,39 @@ def test_status_lists_every_service_and_stop_ends_each(
     assert (again_stop.returncode, again_stop.stdout) == (0, f"No memory service is running for {a}.\n")
 
 
+def test_stop_all_ends_the_watches_that_joined_a_service(
+    tmp_path: Path, stores: list[str], procs: list[subprocess.Popen[str]]
+) -> None:
+    """A ``watch`` started while a ``serve`` held the store joins that service; ``stop --all``
+    used to stop the service and leave the watch, which took the store over and served it on."""
+    a = stores[0]
+    serve_log, watch_log = tmp_path / "serve.log", tmp_path / "watch.log"
+    serve = background(procs, serve_log, sys.executable, "-m", "memsearch", "serve", "--milvus-uri", a)
+    wait_served(a, serve, serve_log)
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    (folder / "w.md").write_text("# Watched\n\nThe heron nests by the weir.\n", encoding="utf-8")
+    watch = background(
+        procs, watch_log, sys.executable, "-m", "memsearch", "watch", str(folder), "--milvus-uri", a
+    )
+    deadline = time.monotonic() + 120
+    while "Watching 1 path" not in watch_log.read_text():
+        assert watch.poll() is None and time.monotonic() < deadline, watch_log.read_text()
+        time.sleep(0.1)
+    assert [(s["kind"], s["pid"]) for s in status_json()["services"]] == [("serve", serve.pid)]
+
+    everything = memsearch("service", "stop", "--all")
+    assert (everything.returncode, everything.stderr) == (0, "")
+    assert everything.stdout == f"Stopped the memory service for {a} (pid {serve.pid}, serve).\n"
+    assert serve.wait(timeout=30) == 0 and watch.wait(timeout=30) == 0
+    assert (
+        watch_log.read_text()
+        .rstrip()
+        .endswith("The memory service was asked to stop (memsearch service stop).\nStopping watcher.")
+    )
+    assert memsearch("service", "status").stdout == "No memory service is running.\n"
+
+
 PROGRAM = """\
 import sys
 from memsearch import MemSearch

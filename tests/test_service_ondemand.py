@@ -309,7 +309,7 @@ FAILED_READS: dict[str, tuple[list[str], str]] = {
     "missing collection": (["--milvus-uri", "{db}", "--collection", "nope"], "No collection 'nope' at {db}"),
     "fresh home": ([], "No collection 'memsearch_chunks' at {home}/.memsearch/milvus.db"),
     "unusable path": (["--milvus-uri", "/sys/kernel/m.db"], "at /sys/kernel/m.db"),
-    "bad URI": (["--milvus-uri", "http//localhost:19530"], "No collection 'memsearch_chunks' at "),
+    "bad URI": (["--milvus-uri", "http//localhost:19530"], "Not a Milvus Lite database path: "),
     "not a database": (["--milvus-uri", "{tmp}"], "Not a Milvus Lite database path: {tmp} "),
 }
 

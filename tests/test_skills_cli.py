@@ -210,6 +210,25 @@ def test_an_update_is_reported_and_reinstalled(w: World) -> None:
     assert f"deploy-to-staging: installed copy {installed} is edited" in w.run("status").stdout
 
 
+def test_a_rejected_version_stops_waiting_until_it_is_revised(w: World) -> None:
+    w.add()
+    proc = w.run("reject", "Deploy to staging")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Rejected candidate skill: deploy-to-staging (it no longer waits for review).\n"
+    assert w.run("list").stdout == f"- deploy-to-staging [rejected] - {DESC}\n"
+    (row,) = json.loads(w.run("list", "-j").stdout)
+    assert (row["status"], row["pending_install"]) == ("rejected", False)
+    assert w.run("status", "--hint").stdout == ""  # the session-start hint no longer counts it
+    assert json.loads(w.run("status", "-j").stdout)["pending_count"] == 0
+    log = subprocess.run(
+        ["git", "-C", str(w.ms / "skill-candidates"), "log", "--format=%s"], capture_output=True, text=True
+    )
+    assert log.stdout.splitlines()[0] == "Reject candidate deploy-to-staging"
+    w.add(body=BODY + "3. `./smoke.sh`\n")  # the distiller revises it: it waits again
+    assert w.run("list").stdout == f"- deploy-to-staging [candidate, install ready] - {DESC}\n"
+    assert w.run("reject", "nope").stderr.startswith("Error: no candidate skill named 'nope'")
+
+
 @pytest.mark.parametrize(
     ("args", "stdin", "code", "message"),
     [

@@ -537,7 +537,7 @@ def test_dimension_mismatch(open_store: Callable[..., MilvusStore]) -> None:
         f"but the current embedding provider outputs dim={DIM * 2}. Run 'memsearch reset --yes' to drop the "
         "collection and re-index, or use a different --milvus-uri / --collection."
     )
-    assert "memsearch index --force" in info.value.hint
+    assert "`memsearch index <paths>` rebuilds" in info.value.hint and "--force" not in info.value.hint
 
 
 def test_reopened_collection_is_loaded_and_queryable(open_store: Callable[..., MilvusStore]) -> None:

@@ -26,8 +26,10 @@ pytestmark = pytest.mark.model
 
 ZONE = "Asia/Shanghai"
 TODAY = dt.datetime.now(ZoneInfo(ZONE)).date()
-#: The original's result keys: a search without a window or a half-life returns exactly these.
+#: The original's result keys and ``relevance``: a search without a window or a half-life returns
+#: exactly these.
 PLAIN_KEYS = {
+    "relevance",
     "content",
     "source",
     "heading",
@@ -190,6 +192,40 @@ def test_cli_since_until_phrases_and_errors(uri: str) -> None:
         assert len(lines) == 1 and lines[0].startswith("Error: ") and "Hint:" in lines[0], proc.stderr
 
 
+def test_far_days_are_days_and_an_impossible_one_is_one_error_line(uri: str) -> None:
+    """The calendar's own ends are days (the window's midnights used to overflow: tracebacks); a
+    relative form past them is one ``Error:`` line. Asia/Shanghai is east of UTC, where year 1's
+    local midnight is before anything ``mktime`` can name."""
+    env = {"TZ": ZONE}
+
+    def search(*args: str) -> tuple[int, list[dict[str, object]], str]:
+        proc = memsearch("search", *args, "-j", "-k", "10", "--milvus-uri", uri, env=env)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else [], proc.stderr
+
+    for bounds in (
+        ["--until", "9999-12-31"],
+        ["--since", "0001-01-01"],
+        ["--since", "0001-01-01", "--until", "9999-12-31"],
+    ):
+        code, hits, err = search("retry policy", *bounds)
+        assert code == 0 and len(hits) == 4, err
+    code, hits, err = search("retry policy", "--since", "9999-12-31")
+    assert code == 0 and hits == [], err
+    # a phrase naming a far day: its window holds nothing, so every day's hits, marked outside it
+    code, hits, err = search("retry policy on 9999-12-31")
+    assert code == 0 and len(hits) == 4 and not any(h["in_window"] for h in hits), err
+    assert {h["window"]["since"] for h in hits} == {"9999-12-31"}
+    for value in ("9999y", "99999m"):
+        code, _hits, err = search("retry policy", "--since", value)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, err
+        assert lines[0].startswith(
+            f"Error: '{value}' is out of range: days run from 0001-01-01 to 9999-12-31"
+        )
+        assert "Hint:" in lines[0]
+
+
 def test_through_the_memory_service_in_the_callers_time_zone(
     uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -209,6 +245,9 @@ def test_through_the_memory_service_in_the_callers_time_zone(
             assert {h["window"]["since"] for h in mine} <= {caller_today.isoformat()}
             with pytest.raises(InvalidDateError):
                 ms.search("retry policy", until="nope")
+            # the service resolves a far window too (it used to fail with an internal error)
+            far = ms.search("retry policy", top_k=10, since="0001-01-01", until="9999-12-31")
+            assert len(far) == 4
         proc = memsearch(
             "search", "retry policy", "--until", str(day(2)), "-j", "-k", "10", "--milvus-uri", uri
         )
@@ -248,6 +287,7 @@ def test_recent_is_a_timeline_read_from_the_markdown(memory: Path, isolated_env:
     ]
     assert yesterday["entries"][1] | {"source": ""} == {
         "time": "16:45", "session": "abc123", "summary": "Shipped the export fix", "source": "", "line": 7,
+        "host": "", "anchor": {"session": "abc123", "turn": "t1"},  # no host writes just these fields
     }  # fmt: skip
     assert [n["title"] for n in today["notes"]] == ["Export plans"]
     assert "retry-notes.md" not in proc.stdout  # changed 40 days ago

@@ -130,13 +130,13 @@ async def test_create_edit_delete_are_reflected_in_the_index(
     settle(watcher)
     assert time.monotonic() - started >= DEBOUNCE_MS / 1000  # the debounce was honoured
     assert (await ms.search("zebra crossing", top_k=1))[0]["source"] == str(b)
-    assert rec.events == [("created", f"Indexed 1 chunks from {b}", b)]
+    assert rec.events == [("created", f"Indexed 1 chunk from {b}", b)]
 
     b.write_text("# Bees\n\nquokka island\n", encoding="utf-8")
     settle(watcher)
     assert (await ms.search("quokka island", top_k=1))[0]["source"] == str(b)
     assert "quokka" in contents(ms, b) and "zebra" not in contents(ms, b)
-    assert rec.events[-1] == ("modified", f"Indexed 1 chunks from {b}", b)
+    assert rec.events[-1] == ("modified", f"Indexed 1 chunk from {b}", b)
 
     b.unlink()
     settle(watcher)
@@ -144,6 +144,37 @@ async def test_create_edit_delete_are_reflected_in_the_index(
     assert ms.count() == 1
     assert rec.events[-1] == ("deleted", f"Removed chunks for {b}", b)
     assert rec.errors == []
+
+
+@pytest.mark.parametrize("how", ["moved away", "deleted"])
+async def test_a_watched_folder_that_goes_takes_its_chunks_along(
+    ms: MemSearch, watching: tuple[FileWatcher, Recorder], notes: Path, tmp_path: Path, how: str
+) -> None:
+    """watchdog reports nothing when the watched folder itself is moved (and a deleted root was
+    ignored): its chunks stayed, and search listed files that were gone. Now the watcher looks."""
+    watcher, rec = watching
+    (notes / "sub").mkdir()
+    (notes / "sub" / "b.md").write_text("# Bees\n\nzebra crossing\n", encoding="utf-8")
+    settle(watcher)
+    assert sources(ms) == {"a.md": 1, "b.md": 1}
+    rec.take()
+    if how == "deleted":
+        shutil.rmtree(notes)
+    else:
+        notes.rename(tmp_path / "elsewhere")
+    deadline = time.monotonic() + SETTLE_S
+    while sources(ms):
+        assert time.monotonic() < deadline, "the watcher did not notice its folder was gone"
+        await asyncio.sleep(0.05)
+    settle(watcher)
+    if how != "deleted":  # (a deletion reports each file as it goes)
+        assert rec.events == [("deleted", f"Removed chunks for 2 files under {notes}", notes)]
+    assert rec.errors == []
+    if how != "deleted":  # an edit at the new place is not for this watch (it watched the old path)
+        (tmp_path / "elsewhere" / "a.md").write_text("# Apples\n\nbeta\n", encoding="utf-8")
+        await asyncio.sleep(3 * DEBOUNCE_MS / 1000)
+        settle(watcher)
+        assert sources(ms) == {} and rec.errors == []
 
 
 async def test_rename_removes_the_old_path_and_indexes_the_new(
@@ -155,7 +186,7 @@ async def test_rename_removes_the_old_path_and_indexes_the_new(
     settle(watcher)
     assert sources(ms) == {"renamed.md": 1}
     assert (await ms.search("orchard harvest", top_k=1))[0]["source"] == str(new)
-    assert rec.events == [("moved", f"Moved {old} -> {new} (indexed 1 chunks)", new)]
+    assert rec.events == [("moved", f"Moved {old} -> {new} (indexed 1 chunk)", new)]
 
 
 @pytest.mark.parametrize("temp_name", [".a.md.swp", "a.md~", "a.md.tmp.1234", ".#a.md"])
@@ -170,7 +201,7 @@ async def test_atomic_save_through_a_temp_file_reindexes_the_target(
     settle(watcher)
     assert sources(ms) == {"a.md": 1}  # nothing of the temp file, the target still indexed once
     assert "bramley" in contents(ms, target) and "orchard" not in contents(ms, target)
-    assert rec.summaries == [f"Indexed 1 chunks from {target}"]
+    assert rec.summaries == [f"Indexed 1 chunk from {target}"]
 
 
 async def test_rename_to_a_non_markdown_name_and_back(
@@ -186,7 +217,7 @@ async def test_rename_to_a_non_markdown_name_and_back(
     os.rename(txt, md)  # the manifest forgot it, so it is indexed again
     settle(watcher)
     assert sources(ms) == {"a.md": 1}
-    assert rec.take() == [f"Indexed 1 chunks from {md}"]
+    assert rec.take() == [f"Indexed 1 chunk from {md}"]
 
 
 async def test_moving_a_folder_out_of_the_tree_drops_everything_below_it(
@@ -220,7 +251,7 @@ async def test_a_burst_of_edits_is_indexed_once(ms: MemSearch, notes: Path) -> N
         assert watcher.wait_idle(timeout=SETTLE_S + 0.5)
     finally:
         watcher.stop()
-    assert rec.summaries == [f"Indexed 1 chunks from {target}"]
+    assert rec.summaries == [f"Indexed 1 chunk from {target}"]
     embedded = embedder.embedded[before:]
     assert len(embedded) == 1 and "revision19" in embedded[0]
 
@@ -287,7 +318,7 @@ async def test_ignore_file_edits_take_effect_while_watching(tmp_path: Path, note
             secret.write_text("# S\n\nsecond version\n", encoding="utf-8")
             settle(watcher)
             assert "second" in contents(ms, secret)
-            assert rec.summaries == [f"Indexed 1 chunks from {secret}"]
+            assert rec.summaries == [f"Indexed 1 chunk from {secret}"]
         finally:
             watcher.stop()
     finally:
@@ -356,8 +387,8 @@ async def test_a_single_file_root_is_watched(tmp_path: Path, notes: Path) -> Non
             settle(watcher)
             assert sources(ms) == {}
         assert rec.summaries == [
-            f"Indexed 1 chunks from {target}",
-            f"Indexed 1 chunks from {target}",
+            f"Indexed 1 chunk from {target}",
+            f"Indexed 1 chunk from {target}",
             f"Removed chunks for {target}",
         ]
     finally:
@@ -516,7 +547,7 @@ def test_watch_command_runs_until_stopped(tmp_path: Path, stop_signal: signal.Si
 
             new = notes / "second.md"
             new.write_text("# Second\n\nThe cache expires after ten minutes.\n", encoding="utf-8")
-            assert _expect(out, bool, 30) == f"Indexed 1 chunks from {new}"
+            assert _expect(out, bool, 30) == f"Indexed 1 chunk from {new}"
 
             bad = notes / "bad.md"
             bad.write_bytes(b"\x00binary")

@@ -102,7 +102,9 @@ export default {
           const dir = workspace(ctx);
           const argv = fill(tool.argv, { ...tool.defaults, ...params, collection: await collection(dir) });
           const result = await run(argv, dir);
-          return { content: [{ type: "text", text: result.out || result.err || tool.empty }] };
+          // An empty JSON list: what stderr says of it (memsearch's "No strong match in memory ...").
+          const out = result.out === "[]" ? "" : result.out;
+          return { content: [{ type: "text", text: out || result.err || tool.empty }] };
         },
       });
       api.registerTool(factory, { name });

@@ -104,7 +104,8 @@ export default async function MemsearchPlugin({ directory, worktree } = {}) {
       execute: async (args) => {
         const params = { ...tool.defaults, ...given(args), collection };
         const result = await run(fill(tool.argv, params), dir);
-        return result.out || result.err || tool.empty;
+        // An empty JSON list: what stderr says of it (memsearch's "No strong match in memory ...").
+        return (result.out === "[]" ? "" : result.out) || result.err || tool.empty;
       },
     };
   }

@@ -27,6 +27,11 @@ from the original, and what it changes, is in docs/compatibility.md):
   already emitted is never emitted on its own.
 * Chunk IDs are unique within a file: identical parts of one overlong line (same content, same line
   range, hence the same ID) are emitted once; the dropped copy would be the same search hit.
+* A document that is nothing but headings (a note that is only
+  ``# Renew the wildcard TLS certificate before 2026-12-20``) gives each heading as a chunk, where
+  the original gives none, so the note could never be found. Only such documents change: any other
+  document (a body anywhere, an anchor comment, a stray character) is chunked exactly as the
+  original chunks it.
 * The sentence splitter does not take the edge of its search window for the end of the text (so
   ``v1.2.3``, URLs, paths and e-mail addresses are not cut after a dot), and when a window holds no
   sentence end it cuts at the last whitespace before resorting to a hard cut mid-word.
@@ -355,15 +360,47 @@ def _split_large_section(
         flush(n - 1)
 
 
+def _only_headings(lines: list[str], sections: list[tuple[int, int, str, int]]) -> bool:
+    """Whether every line that is not blank is a heading: a note of headings alone. (An anchor
+    comment or a stray character beside them keeps the original's rule: a journal entry whose
+    summary came out empty is no memory.)"""
+    heading_lines = {start for start, _end, _heading, level in sections if level}
+    return bool(heading_lines) and all(i in heading_lines or not line.strip() for i, line in enumerate(lines))
+
+
+def _emit_sections(
+    lines: list[str],
+    sections: list[tuple[int, int, str, int]],
+    out: _Emitter,
+    overlap: int,
+    *,
+    whole: bool,
+) -> None:
+    """Emit each section with meaningful content: in its body (the heading line not counted: the
+    original's rule), or, with ``whole``, in its text, heading included (a note of headings alone)."""
+    for start, end, heading, level in sections:
+        section_lines = lines[start:end]
+        counted = section_lines if whole or not level else section_lines[1:]
+        if not _has_meaningful_content("\n".join(counted)):
+            continue
+        section_text = "\n".join(section_lines).strip()
+        if len(section_text) <= out.max_size:
+            out.emit(section_text, heading, level, start + 1, end)
+        else:
+            _split_large_section(section_lines, heading, level, start, out.max_size, overlap, out)
+
+
 def chunk_markdown(
     text: str, source: str = "", *, max_chunk_size: int = 1500, overlap_lines: int = 2
 ) -> list[Chunk]:
     """Split a markdown document into chunks, one per heading section (large ones split further).
 
     Sections without meaningful content (a heading alone, or only an anchor comment) produce no
-    chunk. Each chunk's ``content`` is its lines joined and stripped; sub-chunks of a large section
-    keep the section's heading and level. See the module docstring for where this differs from
-    the original memsearch.
+    chunk, unless the document is nothing but headings: then each heading is a chunk of its own
+    (a note that is only ``# Renew the TLS certificate before 2026-12-20`` is found). Each
+    chunk's ``content`` is its lines joined and stripped; sub-chunks of a large section keep the
+    section's heading and level. See the module docstring for where this differs from the
+    original memsearch.
     """
     if max_chunk_size < 1:
         raise ConfigValueError(
@@ -375,18 +412,11 @@ def chunk_markdown(
         # Lone surrogates cannot be stored (Milvus takes UTF-8); U+FFFD, as the store writes them.
         text = _SURROGATE_RE.sub("\ufffd", text)
     lines = split_lines(text)
-    headings = find_headings(lines)
+    sections = section_bounds(len(lines), find_headings(lines))
     out = _Emitter(source, max_chunk_size)
-    for start, end, heading, level in section_bounds(len(lines), headings):
-        section_lines = lines[start:end]
-        body = "\n".join(section_lines[1:] if level else section_lines)
-        if not _has_meaningful_content(body):
-            continue
-        section_text = "\n".join(section_lines).strip()
-        if len(section_text) <= max_chunk_size:
-            out.emit(section_text, heading, level, start + 1, end)
-        else:
-            _split_large_section(section_lines, heading, level, start, max_chunk_size, overlap_lines, out)
+    _emit_sections(lines, sections, out, overlap_lines, whole=False)
+    if not out.chunks and _only_headings(lines, sections):  # (see the module docstring)
+        _emit_sections(lines, sections, out, overlap_lines, whole=True)
     if not text.endswith(("\n", "\r")):
         return out.chunks
     last = len(lines)  # the reference saw one more (empty) line after a final line break

@@ -15,9 +15,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI, DEFAULT_PROVIDER
+from memsearch.config.schema import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_COLLECTION,
+    DEFAULT_MILVUS_URI,
+    DEFAULT_PROVIDER,
+)
 from memsearch.engine.interface import drive
 from memsearch.engine.lifecycle import ModelLifecycle
+from memsearch.engine.operations import candidate_depth
 from memsearch.errors import CollectionNotFoundError, UnknownProviderError
 
 if TYPE_CHECKING:
@@ -72,6 +78,7 @@ class MemSearch:
         bm25_analyzer: str = "auto",
         follow_links: bool = True,
         model_lifecycle: ModelLifecycle | None = None,
+        search_candidates: int = DEFAULT_CANDIDATES,
     ) -> None:
         #: What the store's owner needs to build the same engine for this memory's requests.
         self._settings = {k: v for k, v in locals().items() if k not in _NOT_SETTINGS}
@@ -103,6 +110,7 @@ class MemSearch:
         self._exclude = tuple(exclude or ())
         self._follow_links = follow_links  # False: read no link (scanner.contained_problem)
         self._reranker_model = reranker_model
+        self._candidates = candidate_depth(search_candidates)  # hits per leg (search.candidates)
         self._bm25_analyzer = bm25_analyzer
         self._lock_timeout = lock_timeout
         self._use_cache = embedding_cache
@@ -452,21 +460,24 @@ class MemSearch:
         time_phrases: bool = True,
         recency_half_life: float | None = None,
         today: str | dt.date | None = None,
+        min_relevance: float | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid search (dense + BM25, fused by weighted RRF); results sorted by descending score.
 
         The fusion leans towards BM25 for CJK queries and towards the dense leg otherwise
-        (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. With a reranker model,
-        ``3 x top_k`` hybrid candidates are rescored by it and the best ``top_k`` kept.
+        (``store.hybrid_weights``); rank 1 in both lists still scores 1.0. Each leg fetches
+        ``search_candidates`` hits (``top_k`` when more), all are fused, reranked (the best 30,
+        with a reranker model) and recency weighted, and only then cut: the first N hits are the
+        same at every ``top_k``. Each hit has ``relevance`` in [0, 1], how likely it answers the
+        query (``memsearch.engine.relevance``); ``min_relevance`` then leaves out weaker hits.
 
         Time (``memsearch.engine.time_search``): ``since``/``until`` (inclusive days: a date, a datetime,
-        ``"2026-11-03"``, ``"7d"``, ``"yesterday"``, ``"昨天"``, ...) keep hits of those days only;
-        without them a time phrase in the query ("last week", "上周") is taken out of the text and
-        gives the window (``time_phrases=False``: the query is searched as written). A phrase's
-        window that holds nothing gives the unfiltered hits. ``recency_half_life`` (days) weighs
-        each score by ``0.5 ** (age / half_life)``. With a window or a half-life, each hit has
-        ``date`` (and a journal entry's ``time``); with a window, ``window`` and ``in_window``.
-        ``today`` (default: the local date) is the day phrases are resolved against.
+        ``"2026-11-03"``, ``"7d"``, ``"昨天"``, ...) keep hits of those days; without them a time
+        phrase in the query ("last week", "上周") gives the window and is taken out of the text
+        (``time_phrases=False``: searched as written; a phrase's empty window: every day's hits).
+        ``recency_half_life`` (days) weighs each score by ``0.5 ** (age / half_life)``. Hits then
+        carry ``date`` (a journal entry's ``time``) and, with a window, ``window`` and
+        ``in_window``. ``today`` (default: the local date) is the day phrases resolve against.
         """
         hits: list[dict[str, Any]] = await self._perform("search", locals())
         return hits
@@ -477,16 +488,6 @@ class MemSearch:
 
         # the store may hold unredacted text (an index the original built): hits leave redacted
         return [exits.fields(hit, "search") for hit in await timed_search(self, query, **options)]
-
-    def _indexed_sources(self) -> set[str]:  # every file the store holds (a window's candidates)
-        return self._search_store().indexed_sources()
-
-    async def _hybrid(self, query: str, *, top_k: int, filter_expr: str = "") -> list[dict[str, Any]]:
-        """The hybrid search of ``query`` among the chunks ``filter_expr`` selects (reranked when a
-        reranker model is set): ``memsearch.engine.hybrid_search``."""
-        from memsearch.engine.hybrid_search import hybrid
-
-        return await hybrid(self, query, top_k=top_k, filter_expr=filter_expr)
 
     def get_chunk(self, chunk_hash: str) -> dict[str, Any]:
         """The stored row of one chunk; raises ChunkNotFoundError when there is none."""

@@ -18,12 +18,14 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             SecretNeededError
         BinaryFileError
         ChunkNotFoundError
+        CommandInterruptedError [exit 130]
         ConfigError
             CodexAppError
             ConfigEnvVarError (KeyError)
             ConfigKeyError (KeyError)
             ConfigValueError (ValueError)
         ConfirmationNeededError
+        ConsoleError
         EmptyQueryError (ValueError) [exit 2]
         EmbeddingError
             EmbeddingAPIError
@@ -37,6 +39,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
             ForgetConflictError
             ForgetTargetError (ValueError) [exit 2]
             NothingToForgetError
+                WeakMatchError
         HookUsageError [exit 2]
         IndexingError
         InvalidArgumentError (ValueError) [exit 2]
@@ -53,6 +56,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
         MemoryFolderNotFoundError (FileNotFoundError)
         NativeSummarizationError [exit 2]
         NotARegularFileError
+        PathNotFoundError (FileNotFoundError) [exit 2]
         PrivatePathError
         RerankerError
             MissingRerankerKeyError (ValueError)
@@ -250,8 +254,19 @@ class SourceFileNotFoundError(MemSearchError, FileNotFoundError):
     """``expand``: the chunk's markdown file is gone from disk."""
 
 
+class CommandInterruptedError(MemSearchError):
+    """The command was stopped part way (Ctrl-C); the message says what was kept. Exit 130, the
+    shell's code for a command ended by SIGINT."""
+
+    exit_code = 130
+
+
 class ConfirmationNeededError(MemSearchError):
     """A command that asks before it destroys data got no yes (declined, or no input to ask on)."""
+
+
+class ConsoleError(MemSearchError):
+    """``memsearch ui`` cannot serve (its port is taken, no project memory to show)."""
 
 
 class EmptyQueryError(MemSearchError, ValueError):
@@ -309,6 +324,10 @@ class RestoreConflictError(BackupError):
 
 class SecretNeededError(BackupError):
     """The backup was kept without a value memsearch forgot: the restore needs the value again."""
+
+
+class WeakMatchError(NothingToForgetError):
+    """``forget --query``: no hit matches the query strongly enough to be removed on its word."""
 
 
 class SecretsFoundError(MemSearchError):
@@ -449,6 +468,13 @@ class MemoryCommandRefusedError(MaintenanceError, ValueError):
 class IndexingError(MemSearchError):
     """Files could not be indexed: ``index_file``'s file (the message names it and the reason), or
     some files of an ``index`` run that finished with the others (its report lists them)."""
+
+
+class PathNotFoundError(MemSearchError, FileNotFoundError):
+    """``index`` was given a path that does not exist (a typo such as ``./memroy``): refused before
+    anything is indexed, by the library and so the CLI alike (exit 2, as a usage error)."""
+
+    exit_code = 2
 
 
 class WatcherError(MemSearchError):

@@ -49,6 +49,7 @@ DOORS: dict[str, str] = {
     "compact": "the chunks `compact` sends its model",
     "skills": "skill candidates as `memsearch skills list` shows them",
     "recall-log": "a query written to the recall log",
+    "console": "every memory text a page or a JSON answer of `memsearch ui` shows (memsearch.console.exits)",
 }
 #: Not a door of this table: an error line (``MemSearchError.one_line``: ``Error: ...``, an MCP tool
 #: error, a hook's log line) is redacted by the error tree itself with the built-in rules, which

@@ -8,6 +8,7 @@ deleted, changed and removed, warnings, whether the store was opened at all), an
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,9 @@ class IndexReport:
     #: Seconds this run waited for the embedder (model and cache); the rest is overhead (the bench
     #: prints both).
     embed_seconds: float = 0.0
+    #: Paths given that do not exist and under which the index held nothing (a typo, most likely;
+    #: a missing path it held files under has them removed, and a warning says so).
+    missing_paths: tuple[str, ...] = ()
     #: Chunks given their second vector by the multilingual leg in this run (``engine.multilingual``).
     multilingual_embedded: int = 0
 
@@ -53,9 +57,11 @@ class IndexReport:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IndexReport:
         """A report from its ``dataclasses.asdict`` form (what the memory service sends)."""
-        fields = dict(data)
+        known = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in data.items() if k in known}  # (a service of another version)
         fields["failed_files"] = tuple(IndexFailure(**f) for f in fields.get("failed_files", ()))
         fields["warnings"] = tuple(fields.get("warnings", ()))
+        fields["missing_paths"] = tuple(fields.get("missing_paths", ()))
         return cls(**fields)
 
 

@@ -189,5 +189,10 @@ class IndexRun:
         except Exception as exc:
             self.failed(exc)
             raise
+        except KeyboardInterrupt:  # recorded as an error, not left "running" for ever
+            from memsearch.errors import CommandInterruptedError
+
+            self.failed(CommandInterruptedError("interrupted before the run finished"))
+            raise
         self.finished(report)
         return report

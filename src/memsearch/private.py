@@ -14,6 +14,8 @@ so every cache and state file follows the same ones:
   ``O_NOFOLLOW | O_NONBLOCK`` (a FIFO planted at the name cannot hang the open) and ``fstat``\\ s the
   descriptor it got: a regular file owned by us, or an ``OSError``.
 - :func:`write_private` replaces a file atomically with mode 0600.
+- :func:`token` is a secret kept in such a file (the MCP HTTP transport's bearer token, the
+  console's): made on first use, then kept, and replaced, never trusted, when it is not ours.
 - :func:`restrict_umask`: the ``memsearch`` command's processes (the CLI, hooks, the memory
   service) create every file 0600 and folder 0700, including what Milvus Lite writes inside a
   store on its own threads; a library user's process keeps its umask (its store and caches are
@@ -41,6 +43,7 @@ __all__ = [
     "private_dir",
     "read_private",
     "restrict_umask",
+    "token",
     "write_private",
 ]
 
@@ -162,6 +165,22 @@ def write_private(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` in one step, mode 0600, in a private folder of ours."""
     private_dir(path.parent)
     files.atomic_write(path, data, private=True)
+
+
+def token(name: str) -> str:
+    """The secret kept in ``~/.memsearch/<name>`` (0600), made now if there is none (or it is not
+    a private file of ours, or too short to be one: then it is replaced, never trusted)."""
+    import secrets
+
+    path = home() / name
+    try:
+        value = read_private(path, limit=256).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        value = ""
+    if len(value) < 32:
+        value = secrets.token_urlsafe(32)
+        write_private(path, value + "\n")
+    return value
 
 
 def restrict_umask() -> None:

@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from memsearch.config.schema import REDACT_NOTES_MODES
 from memsearch.detector import RULES, Detector, Finding, Redaction, private_spans
 
 __all__ = [
@@ -51,7 +52,7 @@ BOUNDARIES: tuple[str, ...] = (
     "capture", "summary", "index", "query", "maintenance", "skills", "compact", "scan",
 )  # fmt: skip
 #: What ``memsearch index`` does with a hand-written note holding a secret (``redact.notes``).
-NOTES_MODES: tuple[str, ...] = ("redact", "warn", "skip")
+NOTES_MODES: tuple[str, ...] = REDACT_NOTES_MODES
 #: Turns redaction off when set to a false value (dangerous: see docs/security.md).
 ENV_SWITCH = "MEMSEARCH_REDACT"
 COUNTS_FILE = "redactions.json"

@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown")
+#: A project's memory folder (the agent plugins' journals), below the project's root.
+PROJECT_MEMORY = Path(".memsearch", "memory")
 # Far larger than any journal or note a person writes (the original has no limit, and a 20 MB
 # export must index as it does there). Above this a file is almost surely a generated dump: the
 # indexer holds a file's text and its chunks while it embeds them (a multiple of the file's size
@@ -280,6 +282,8 @@ def scan(
     def on_error(exc: OSError) -> None:  # os.walk reports a directory it cannot list
         problems.append((str(exc.filename), _reason(exc)))
 
+    roots: list[Path] = []
+    journals: list[Path] = []  # project memory folders a walk may have left out as hidden
     for raw in paths:
         try:
             root = Path(raw).expanduser().resolve()
@@ -296,12 +300,15 @@ def scan(
                 skipped.append((str(raw), f"not a markdown file (only {', '.join(exts)} are indexed)"))
             continue
         matcher = _IgnoreMatcher(root, names, excludes, problems) if rules_enabled else None
+        roots.append(root)
 
         for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
             here = Path(dirpath)
             kept_dirs = []
             for d in sorted(dirnames):
                 if ignore_hidden and d.startswith("."):
+                    if d == PROJECT_MEMORY.parts[0]:
+                        journals.append(here / PROJECT_MEMORY)
                     continue
                 if matcher is not None and matcher.is_ignored(here / d, is_dir=True):
                     continue
@@ -316,7 +323,39 @@ def scan(
                 if matcher is not None and matcher.is_ignored(path):
                     continue
                 add(path, root)
+    skipped += _journals_left_out(journals, roots)
     return ScanResult(sorted(found.values(), key=lambda f: f.path), problems, skipped)
+
+
+def _walked_into(folder: Path, root: Path) -> bool:
+    """Whether a walk of ``root`` reaches ``folder`` (inside it, through no hidden folder)."""
+    try:
+        parts = folder.relative_to(root).parts
+    except ValueError:
+        return False
+    return not any(part.startswith(".") for part in parts)
+
+
+def _journals_left_out(journals: list[Path], roots: list[Path]) -> list[tuple[str, str]]:
+    """A ``skipped`` line for each project memory folder (``.memsearch/memory``, the agents'
+    journals) that a walk left out because it is hidden, unless another path given covers it:
+    ``memsearch index .`` in a project would otherwise leave the journals out without a word."""
+    import shlex
+
+    out = []
+    for folder in journals:
+        if not folder.is_dir() or any(_walked_into(folder, root) for root in roots):
+            continue
+        here = Path.cwd()
+        shown = str(folder.relative_to(here)) if here in folder.parents else str(folder)
+        out.append(
+            (
+                shown,
+                "the agents' journals, in a hidden folder, which indexing a folder leaves out; name it "
+                f"to index it too: memsearch index {shlex.quote(shown)}",
+            )
+        )
+    return out
 
 
 def scan_paths(

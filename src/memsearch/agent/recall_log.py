@@ -3,10 +3,13 @@
 Why: recall that silently never fires is the common failure of agent memory (a hint the model never
 read, no search in hundreds of sessions), and nobody notices without numbers. So each project's
 collection has a small append-only log of JSON lines: the tokens memsearch injected (session start,
-each prompt), the searches the model made (CLI ``search`` from a recall skill, the MCP ``search``
-tool) with their hit counts, the hits it expanded (``expand``, ``transcript``), and the journal
-entries captured. ``memsearch stats --recall`` sums it per session and flags the sessions where
-memory was never consulted.
+each prompt), the prompts whose auto-inject found nothing at or above the strong-match floor and
+so injected nothing (``skip``), the searches the model made (CLI ``search`` from a recall skill,
+the MCP ``search`` tool) with their hit counts, the hits it expanded (``expand``, ``transcript``),
+the journal entries captured, and the model calls memsearch made itself (``llm``: turn summaries,
+maintenance tasks, with their tokens; never their text). ``memsearch stats --recall`` sums it per
+session and flags the sessions where memory was never consulted
+(:mod:`memsearch.agent.recall_report`).
 
 Privacy: the log never leaves the machine. It lives in ``~/.memsearch/recall/<collection>.jsonl``
 (a private 0700 folder, the file 0600, opened without following links, appended under a lock so
@@ -45,6 +48,7 @@ __all__ = [
     "export_session",
     "read_events",
     "record",
+    "record_llm",
     "summarise",
 ]
 
@@ -114,7 +118,7 @@ def record(
     query: str | None = None,
     **fields: Any,
 ) -> None:
-    """Append one event (``inject``, ``search``, ``expand``, ``capture``) to ``collection``'s log.
+    """Append one event (``inject``, ``skip``, ``search``, ``expand``, ``capture``) to ``collection``'s log.
     ``session``/``host`` default to the caller's (:func:`caller`). Never raises."""
     try:
         if not enabled(cfg, env):
@@ -133,6 +137,41 @@ def record(
             line["query"] = exits.out(query, "recall-log", cfg)[:QUERY_CHARS]
         _append(log_path(collection), json.dumps(line, ensure_ascii=False) + "\n")
     except Exception:  # telemetry must never stop a hook or a search
+        return
+
+
+def record_llm(
+    cfg: Any,
+    collection: str,
+    purpose: str,
+    backend: str,
+    prompt: str,
+    answer: str | None,
+    seconds: float,
+    **fields: Any,
+) -> None:
+    """Log one model call memsearch made itself (``purpose``: ``summary``, ``maintenance:<task>``;
+    ``backend``: the provider or host CLI) with its prompt's and answer's tokens, counted with the
+    token budget's tokenizer (the host's own is unknown here). ``answer`` None: the call failed.
+    Nothing of the texts is kept. Never raises."""
+    try:
+        if not enabled(cfg, fields.get("env")):
+            return
+        from memsearch.agent.context_budget import count_tokens
+
+        record(
+            cfg,
+            collection,
+            "llm",
+            purpose=purpose,
+            backend=backend,
+            prompt_tokens=count_tokens(prompt),
+            answer_tokens=count_tokens(answer or ""),
+            seconds=round(seconds, 3),
+            ok=answer is not None,
+            **fields,
+        )
+    except Exception:  # telemetry must never stop a summary or a maintenance run
         return
 
 
@@ -186,6 +225,8 @@ class SessionRecall:
     started: float
     injected_tokens: int = 0
     injections: int = 0
+    #: Prompts the auto-inject searched for and found nothing strong enough to inject.
+    skips: int = 0
     searches: int = 0
     hits: int = 0
     expands: int = 0
@@ -199,21 +240,28 @@ class SessionRecall:
         return {**asdict(self), "consulted": self.consulted}
 
 
-_COUNTERS = {"search": "searches", "expand": "expands", "capture": "captures", "inject": "injections"}
+_COUNTERS = {
+    "search": "searches",
+    "expand": "expands",
+    "capture": "captures",
+    "inject": "injections",
+    "skip": "skips",
+}
 
 
 def summarise(events: list[dict[str, Any]]) -> list[SessionRecall]:
-    """Per session (in order of first event), what was injected, searched, expanded and captured."""
+    """Per session (in order of first event), what was injected, searched, expanded and captured.
+    Other events (an ``llm`` call of a summary or of maintenance) are no session's recall."""
     sessions: dict[str, SessionRecall] = {}
     for event in events:
+        counter = _COUNTERS.get(str(event.get("event")))
+        if counter is None:
+            continue
         key = str(event.get("session") or "") or UNKNOWN
         row = sessions.get(key)
         if row is None:
             row = sessions[key] = SessionRecall(key, "", float(event.get("ts", 0)))
         row.host = row.host or str(event.get("host") or "")
-        counter = _COUNTERS.get(str(event.get("event")))
-        if counter is None:
-            continue
         setattr(row, counter, getattr(row, counter) + 1)
         if counter == "injections":
             row.injected_tokens += int(event.get("tokens") or 0)

@@ -20,10 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memsearch.engine.expand import anchor_host
 from memsearch.engine.journal import is_journal, parse_anchor_fields
 from memsearch.engine.timeframe import Window
 
-__all__ = ["Day", "Entry", "Note", "default_memory_dir", "timeline"]
+__all__ = ["Day", "Entry", "Note", "changed_notes", "default_memory_dir", "journal_entries", "timeline"]
 
 _ENTRY = re.compile(r"^###\s+(\d{1,2}:\d{2})\s*$")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
@@ -35,13 +36,17 @@ _SKIP_DIRS = frozenset({"node_modules", "__pycache__"})
 
 @dataclass(frozen=True)
 class Entry:
-    """One journal entry: its time, its session (from the anchor), its first bullet."""
+    """One journal entry: its time, its session (from the anchor), its first bullet, the host
+    that captured it (``engine.expand.anchor_host``: "" for a hand-written entry) and its anchor's
+    fields."""
 
     time: str
     session: str
     summary: str
     source: str
     line: int
+    host: str = ""
+    anchor: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,17 @@ def journal_entries(text: str, source: str) -> list[Entry]:
 
     def close() -> None:
         if current is not None:
+            fields = current["anchor"]
             entries.append(
-                Entry(current["time"], current["session"], current["summary"], source, current["line"])
+                Entry(
+                    current["time"],
+                    fields.get("session", ""),
+                    current["summary"],
+                    source,
+                    current["line"],
+                    anchor_host(fields),
+                    fields,
+                )
             )
 
     for number, raw in enumerate(text.splitlines(), 1):
@@ -95,15 +109,14 @@ def journal_entries(text: str, source: str) -> list[Entry]:
         stamp = _ENTRY.match(line)
         if stamp:
             close()
-            current = {"time": stamp[1], "session": "", "summary": "", "line": number}
+            current = {"time": stamp[1], "anchor": {}, "summary": "", "line": number}
         elif current is None:
             continue
         elif line.startswith("#"):
             close()
             current = None
-        elif "<!--" in line and not current["session"]:
-            fields = parse_anchor_fields(line) or {}
-            current["session"] = fields.get("session", "")
+        elif "<!--" in line and not current["anchor"]:
+            current["anchor"] = parse_anchor_fields(line) or {}
         elif line.startswith("- ") and not current["summary"]:
             summary = " ".join(line[2:].split())
             current["summary"] = (
@@ -134,26 +147,16 @@ def _title(text: str, path: Path) -> str:
     return path.stem
 
 
-def timeline(paths: Iterable[str | os.PathLike[str]], window: Window) -> list[Day]:
-    """The days of ``window`` that gained something under ``paths``, newest first: each day's
-    journal entries (in time order) and the other markdown files last changed that day. What it
-    shows of a file passes the exits' redaction (:mod:`memsearch.exits`)."""
+def changed_notes(paths: Iterable[str | os.PathLike[str]], window: Window) -> dict[dt.date, list[Note]]:
+    """The markdown files under ``paths`` that are not journals, by the day of ``window`` they last
+    changed (one ``stat`` each; only those are opened, for their title, which passes the exits'
+    redaction: :mod:`memsearch.exits`)."""
     from memsearch import exits
-    from memsearch.engine.project_files import MAX_JOURNAL_BYTES, read_project_text
+    from memsearch.engine.project_files import read_project_text
 
-    days: dict[dt.date, Day] = {}
+    notes: dict[dt.date, list[Note]] = {}
     for path, root in _files(Path(p).expanduser().absolute() for p in paths):
         if is_journal(path):
-            try:
-                when = dt.date.fromisoformat(path.name[:10])
-            except ValueError:
-                continue
-            if not window.contains(when):
-                continue
-            text = exits.out(read_project_text(path, root, max_bytes=MAX_JOURNAL_BYTES), "recent")
-            entries = journal_entries(text, str(path))
-            if entries:
-                days.setdefault(when, Day(when)).entries.extend(entries)
             continue
         try:
             stamp = dt.datetime.fromtimestamp(path.lstat().st_mtime)
@@ -161,10 +164,36 @@ def timeline(paths: Iterable[str | os.PathLike[str]], window: Window) -> list[Da
             continue
         if window.contains(stamp.date()):
             title = _title(exits.out(read_project_text(path, root), "recent"), path)
-            days.setdefault(stamp.date(), Day(stamp.date())).notes.append(
-                Note(str(path), stamp.strftime("%H:%M"), title)
-            )
+            notes.setdefault(stamp.date(), []).append(Note(str(path), stamp.strftime("%H:%M"), title))
+    for day in notes.values():
+        day.sort(key=lambda n: (n.time, n.source))
+    return notes
+
+
+def timeline(paths: Iterable[str | os.PathLike[str]], window: Window) -> list[Day]:
+    """The days of ``window`` that gained something under ``paths``, newest first: each day's
+    journal entries (in time order) and the other markdown files last changed that day. What it
+    shows of a file passes the exits' redaction (:mod:`memsearch.exits`)."""
+    from memsearch import exits
+    from memsearch.engine.project_files import MAX_JOURNAL_BYTES, read_project_text
+
+    roots = [Path(p).expanduser().absolute() for p in paths]
+    days: dict[dt.date, Day] = {}
+    for path, root in _files(roots):
+        if not is_journal(path):
+            continue
+        try:
+            when = dt.date.fromisoformat(path.name[:10])
+        except ValueError:
+            continue
+        if not window.contains(when):
+            continue
+        text = exits.out(read_project_text(path, root, max_bytes=MAX_JOURNAL_BYTES), "recent")
+        entries = journal_entries(text, str(path))
+        if entries:
+            days.setdefault(when, Day(when)).entries.extend(entries)
+    for when, notes in changed_notes(roots, window).items():
+        days.setdefault(when, Day(when)).notes.extend(notes)
     for day in days.values():
         day.entries.sort(key=lambda e: (e.time.zfill(5), e.source, e.line))
-        day.notes.sort(key=lambda n: (n.time, n.source))
     return [days[d] for d in sorted(days, reverse=True)]

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from memsearch.errors import MemSearchError, exit_code_for
+from memsearch.errors import CommandInterruptedError, MemSearchError, exit_code_for
 
 #: command name -> "module:attribute" under memsearch.cli; imported only when the command runs or
 #: help is shown. The short help is kept here so ``memsearch --help`` imports no command module.
@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Remove memory from the markdown, the index and the embedding cache.",
     ),
     "scan": ("memsearch.cli.scan_cmd:scan", "List secrets in memory files; --redact cleans the journals."),
+    "ui": ("memsearch.cli.ui_cmd:ui", "Open the memory console (timeline, search, review) in a browser."),
     "hook": ("memsearch.cli.hook_cmd:hook", "Run an agent plugin hook (called by the plugins' shims)."),
 }
 #: Commands that work but are left out of ``memsearch --help`` (plumbing for the agent plugins).
@@ -93,9 +94,18 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
-        # The one place where expected errors become output (also under Click's CliRunner).
+        # The one place where expected errors become output (also under Click's CliRunner). Ctrl-C
+        # in a command that does not say what it kept (index does) is one line too, not Click's
+        # bare "Aborted!".
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            exc = CommandInterruptedError(
+                "interrupted (Ctrl-C) before the command finished",
+                hint="run the command again if it had more to do",
+            )
+            click.echo(f"Error: {exc.one_line()}", err=True)
+            ctx.exit(exit_code_for(exc))
         except MemSearchError as exc:
             click.echo(f"Error: {exc.one_line()}", err=True)
             ctx.exit(exit_code_for(exc))

@@ -1,12 +1,11 @@
 """``memsearch config``: the setup wizard and get/set/list of settings.
 
-Owns only argument parsing, the wizard's questions and rendering; reading, validating, merging and
-writing settings live in :mod:`memsearch.config`. Errors are raised as ``memsearch.errors`` classes
-and printed by the root group as one ``Error: ...`` line.
+Owns only argument parsing and rendering; the wizard's questions are :mod:`.config_wizard`;
+reading, validating, merging and writing settings live in :mod:`memsearch.config`. Errors are
+raised as ``memsearch.errors`` classes and printed by the root group as one ``Error: ...`` line.
 
 Secrets are masked in everything this group prints unless ``--show-secrets`` is given; ``env:VAR``
-references are names, not secrets, and are always shown. The wizard starts from the *unresolved*
-files, so an ``env:`` reference is offered and written back as written, never as its value.
+references are names, not secrets, and are always shown.
 """
 
 from __future__ import annotations
@@ -18,12 +17,8 @@ import click
 
 from memsearch.cli.flags import config_from_flags
 from memsearch.config import (
-    LLM_DEFAULT_MODELS,
-    PLUGIN_PLATFORMS,
     MemSearchConfig,
-    PromptsConfig,
     config_to_dict,
-    default_model_for,
     filter_project_config,
     find_project_config,
     get_config_value,
@@ -33,7 +28,6 @@ from memsearch.config import (
     mask_secrets,
     mask_value,
     merged_file_config,
-    parse_value,
     project_config_target,
     set_config_value,
     update_config_file,
@@ -46,168 +40,33 @@ def config() -> None:
     """Manage memsearch configuration."""
 
 
-# --- wizard --------------------------------------------------------------------------------------
-
-#: The platforms the wizard asks about.
-_WIZARD_PLATFORMS = PLUGIN_PLATFORMS
-_MAINTENANCE_TASKS = ("project_review", "user_profile")
-
-
-# click >= 8.2 makes ParamType generic, but subscripting it fails at runtime on 8.1 (still supported).
-class _ConfigValue(click.ParamType):  # type: ignore[type-arg]
-    """A prompt answer converted like ``config set`` would (so ``env:VAR`` is accepted too);
-    a bad answer is asked again."""
-
-    name = "value"
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        try:
-            return parse_value(self.key, value)
-        except ConfigError as exc:
-            self.fail(exc.message, param, ctx)
-
-
-class _Wizard:
-    """Asks questions with defaults from ``current`` and collects answers as nested updates."""
-
-    def __init__(self, current: dict[str, Any]) -> None:
-        self.current = current
-        self.updates: dict[str, Any] = {}
-
-    def now(self, key: str) -> Any:
-        node: Any = self.current
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        return node
-
-    def put(self, key: str, value: Any) -> None:
-        node = self.updates
-        *parents, leaf = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-
-    def text(self, key: str, label: str, default: str | None = None) -> str:
-        """A free-text answer; a secret's current value is shown masked and kept on Enter."""
-        value = str(self.now(key) or "") if default is None else default
-        if is_secret_key(key) and value:
-            answer = click.prompt(f"{label} [{mask_value(value)}]", default=value, show_default=False)
-        else:
-            answer = click.prompt(label, default=value, show_default=bool(value))
-        result = str(answer).strip()
-        self.put(key, result)
-        return result
-
-    def number(self, key: str, label: str) -> None:
-        self.put(key, click.prompt(label, default=self.now(key), type=_ConfigValue(key)))
-
-    def flag(self, key: str, label: str) -> bool:
-        """A yes/no question; a current ``env:`` reference is offered (and kept) as text instead."""
-        current = self.now(key)
-        if isinstance(current, str):
-            answer = click.prompt(label, default=current, type=_ConfigValue(key))
-        else:
-            answer = click.confirm(label, default=bool(current))
-        self.put(key, answer)
-        return answer is True
-
-    def model(self, key: str, label: str, provider_key: str, provider: str, suggested: str) -> None:
-        """The model question, whose default follows the provider just typed.
-
-        Keeping the provider's own default writes ``""`` (= "the provider's default"), so a later
-        provider switch does not keep a model that belongs to another provider.
-        """
-        current_model = str(self.now(key) or "")
-        same_provider = provider == str(self.now(provider_key) or "")
-        default = current_model if same_provider and current_model else suggested
-        answer = self.text(key, label, default=default)
-        if suggested and answer == suggested:
-            self.put(key, "")
-
-
-def _header(title: str, first: bool = False) -> None:
-    click.echo(f"── {title} ──" if first else f"\n── {title} ──")
-
-
-def _project_wizard(w: _Wizard) -> None:
-    click.echo("Project config is limited to low-risk local indexing keys.")
-    w.text("milvus.collection", "  Collection name")
-    w.number("embedding.batch_size", "  Embedding batch size (0 = provider default)")
-    _header("Chunking")
-    w.number("chunking.max_chunk_size", "  Max chunk size (chars)")
-    w.number("chunking.overlap_lines", "  Overlap lines")
-    _header("Watch")
-    w.number("watch.debounce_ms", "  Debounce (ms)")
-
-
-def _global_wizard(w: _Wizard) -> None:
-    _header("Milvus", first=True)
-    w.text("milvus.uri", "  Milvus URI (a local path, or http(s)://host:port)")
-    w.text("milvus.token", "  Milvus token (empty for none)")
-    w.text("milvus.collection", "  Collection name")
-
-    _header("Embedding")
-    provider = w.text(
-        "embedding.provider", "  Provider (onnx/openai/google/voyage/jina/mistral/ollama/local)"
-    )
-    w.model("embedding.model", "  Model", "embedding.provider", provider, default_model_for(provider))
-    w.text("embedding.base_url", "  Base URL (empty for the provider default)")
-    w.text("embedding.api_key", "  API key (empty for the provider's env variable, or env:VAR_NAME)")
-
-    _header("Chunking")
-    w.number("chunking.max_chunk_size", "  Max chunk size (chars)")
-    w.number("chunking.overlap_lines", "  Overlap lines")
-
-    _header("Watch")
-    w.number("watch.debounce_ms", "  Debounce (ms)")
-
-    _header("LLM (for memsearch compact)")
-    llm = w.text("llm.provider", "  Provider (empty/openai/anthropic/gemini)")
-    w.model("llm.model", "  Model", "llm.provider", llm, LLM_DEFAULT_MODELS.get(llm, ""))
-    w.text("llm.base_url", "  Base URL (empty for the provider default)")
-    w.text("llm.api_key", "  API key (empty for the provider's env variable, or env:VAR_NAME)")
-
-    _header("Plugin summarize routing")
-    for platform in _WIZARD_PLATFORMS:
-        base = f"plugins.{platform}.summarize"
-        w.flag(f"{base}.enabled", f"  {platform}: summarize each turn")
-        w.text(f"{base}.provider", f"  {platform}: summarizer (empty or native = the agent itself)")
-        w.text(f"{base}.model", f"  {platform}: summarizer model (empty = its default)")
-
-    _header("Advanced maintenance")
-    for platform in _WIZARD_PLATFORMS:
-        for task in _MAINTENANCE_TASKS:
-            base = f"plugins.{platform}.{task}"
-            if not w.flag(f"{base}.enabled", f"  {platform}: {task} enabled"):
-                continue  # details of a disabled task are kept as they are
-            w.text(f"{base}.provider", "    provider (native = the agent itself)")
-            w.text(f"{base}.model", "    model (empty = its default)")
-            w.number(f"{base}.min_interval_hours", "    min interval (hours)")
-            w.text(f"{base}.input_dir", "    input dir")
-            w.text(f"{base}.output_file", "    output file")
-
-    _header("Prompts")
-    for name in config_to_dict(PromptsConfig()):
-        w.text(f"prompts.{name}", f"  {name} prompt file (empty = built-in)")
-
-
 @config.command("init")
 @click.option("--project", is_flag=True, help="Write ./.memsearch.toml (indexing keys only).")
 def init_cmd(project: bool) -> None:
     """Interactively write the global (or project) config file.
 
-    Keys the wizard does not ask about are kept as they are in the file.
+    The global wizard goes section by section: each shows its settings now and asks whether to
+    change them (Enter keeps the section). Keys the wizard does not ask about are kept as they are
+    in the file. Nothing is written until the last answer.
     """
+    from memsearch.cli.config_wizard import Wizard, ask_global, ask_project
+
     target = project_config_target() if project else global_config_path()
     existing = load_config_file(target)
-    w = _Wizard(merged_file_config(include_project=project))
+    w = Wizard(merged_file_config(include_project=project))
     click.echo("memsearch configuration wizard")
     click.echo(f"Writing to: {target}")
     click.echo("")
-    (_project_wizard if project else _global_wizard)(w)
+    try:
+        (ask_project if project else ask_global)(w)
+    except click.Abort:  # end of input (stdin closed mid-way) or Ctrl-C at a question
+        click.echo("", err=True)
+        raise ConfigError(
+            f"config init stopped before its last question (end of input, or Ctrl-C): "
+            f"nothing was written to {target}",
+            hint="run it at a terminal, or pipe one answer per line (an empty line keeps a value, n "
+            "skips a section); `memsearch config set KEY VALUE` sets a single key",
+        ) from None
     indexing = existing.get("indexing")
     indexing = indexing if isinstance(indexing, dict) else {}
     if "ignore_files" not in indexing:
@@ -221,7 +80,8 @@ def init_cmd(project: bool) -> None:
 # --- set / get / list ----------------------------------------------------------------------------
 
 
-@config.command("set")
+# A value such as -5 is a value, not an option: it reaches the range check, which says what fits.
+@config.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 @click.option("--project", is_flag=True, help="Write to the project file (indexing keys only).")

@@ -35,7 +35,11 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     "(e.g. '<!-- session:abc turn:t1 -->').",
 )
 @click.option(
-    "--query", "-q", default=None, help="Forget what a search for this text finds (the same hybrid search)."
+    "--query",
+    "-q",
+    default=None,
+    help="Forget what a search for this text finds (the same hybrid search); only hits at or above "
+    "the strong-match floor (search.min_relevance) are proposed.",
 )
 @click.option(
     "--top-k",
@@ -43,7 +47,7 @@ DEFAULT_MEMORY_DIR = str(Path(".memsearch") / "memory")
     type=click.IntRange(min=1, max=MAX_TOP_K),
     default=1,
     show_default=True,
-    help="With --query: how many hits to forget (a hybrid search always ranks something: read the list).",
+    help="With --query: how many of the best hits to consider (weak ones are never proposed).",
 )
 @click.option(
     "--memory-dir",
@@ -99,7 +103,9 @@ def forget(
     --query; several selectors add up. What will go
     is listed (file, lines, heading, a preview with secrets replaced) and confirmed first. A journal
     entry goes whole; a hand-written note loses the chunk's lines, which are kept for --undo. All
-    of it is removed, or nothing. --secret forgets a leaked value everywhere instead.
+    of it is removed, or nothing. --query proposes only hits that match strongly (their relevance is
+    shown); when none does, it refuses and removes nothing, --yes or not. --secret forgets a leaked
+    value everywhere instead.
 
     \b
     Example:
@@ -204,31 +210,21 @@ def _select(
     memory_dirs: Sequence[str],
     redactors: tuple[Redactor, Redactor],
 ) -> list[Block]:
-    """Every block the selectors name, each once, in file order (``redactors``: the one ``index``
-    uses, the one for previews)."""
-    from memsearch.engine.forget import blocks_for_chunk, blocks_for_entries
-    from memsearch.errors import StaleChunkError
+    """Every block the selectors name (:func:`memsearch.engine.forget.select_blocks`)."""
+    from memsearch.engine.forget import select_blocks
 
-    index_redactor, preview_redactor = redactors
-    found: list[Block] = []
-    sizes = {"max_chunk_size": cfg.chunking.max_chunk_size, "overlap_lines": cfg.chunking.overlap_lines}
-
-    def of_row(row: dict[str, Any]) -> list[Block]:
-        return blocks_for_chunk(row, **sizes, redactor=index_redactor, shown=preview_redactor)
-
-    for chunk_hash in chunk_hashes:
-        found += of_row(memory.get_chunk(chunk_hash))
-    if match:
-        dirs = [str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])]
-        found += blocks_for_entries(dirs, match, preview_redactor)
-    if query:
-        for hit in memory.search(query, top_k=top_k):
-            try:  # a hit is redacted for showing; the file is compared with the row as stored
-                found += of_row(memory.get_chunk(hit["chunk_hash"]))
-            except StaleChunkError as exc:  # one stale hit must not stop the others
-                click.echo(f"Warning: skipped a hit: {exc.one_line()}", err=True)
-    unique = {(b.path, b.start, b.end): b for b in found}
-    return [unique[k] for k in sorted(unique)]
+    return select_blocks(
+        memory,
+        cfg,
+        chunk_hashes=chunk_hashes,
+        match=match,
+        memory_dirs=[str(Path(d).expanduser().resolve()) for d in (memory_dirs or [DEFAULT_MEMORY_DIR])],
+        query=query,
+        top_k=top_k,
+        redactors=redactors,
+        warn=lambda message: click.echo(f"Warning: {message}", err=True),
+        note=click.echo,
+    )
 
 
 def _show(blocks: Sequence[Block]) -> None:
@@ -238,6 +234,8 @@ def _show(blocks: Sequence[Block]) -> None:
         if b.heading:
             where += f"  {shown(b.heading)}"
         ids = " ".join(f"{k}:{b.anchor[k]}" for k in ("session", "turn") if b.anchor.get(k))
+        if b.relevance is not None:
+            where += f"  (relevance {b.relevance:.2f})"
         click.echo(f"  {where}" + (f"  [{shown(ids)}]" if ids else ""))
         if b.preview:
             click.echo(f"    {shown(b.preview)}")

@@ -169,6 +169,61 @@ def status(platform: str | None, json_output: bool) -> None:
             click.echo(f"  last error: {row['last_error']}")
 
 
+@maintenance.command("history")
+@_platform_option
+@click.option("--all", "everything", is_flag=True, help="Also the runs already kept or reverted.")
+@click.option("--json-output", "-j", is_flag=True, help="Print the runs as JSON (with their texts).")
+def history(platform: str | None, everything: bool, json_output: bool) -> None:
+    """Show what maintenance changed in PROJECT.md and USER.md, run by run, with a diff.
+
+    Each rewrite waits for review: `maintenance keep RUN` accepts it, `maintenance revert RUN`
+    puts the text before it back.
+    """
+    from memsearch.maintenance.history import list_runs, unified_diff
+
+    ctx = _context(platform)
+    runs = list_runs(ctx.memsearch_dir, status=("new", "kept", "reverted") if everything else ("new",))
+    if json_output:
+        click.echo(json.dumps([{**r.summary(), "diff": unified_diff(r)} for r in runs], ensure_ascii=False))
+        return
+    if not runs:
+        click.echo("No maintenance rewrite waits for review." if not everything else "No rewrites recorded.")
+        return
+    for run in runs:
+        click.echo(f"{run.id}  {run.task} rewrote {shown(run.file)} at {run.at} [{run.status}]")
+        if run.reason:
+            click.echo(f"  why: {shown(run.reason)}")
+        for line in unified_diff(run).splitlines():
+            click.echo(f"  {line}")
+
+
+@maintenance.command("keep")
+@click.argument("run_id", metavar="RUN")
+@_platform_option
+def keep(run_id: str, platform: str | None) -> None:
+    """Accept maintenance run RUN's rewrite (it leaves the review list)."""
+    from memsearch.maintenance.history import decide
+
+    run = decide(_context(platform).memsearch_dir, run_id, "kept")
+    click.echo(f"Kept {run.task}'s rewrite of {shown(run.file)} ({run.id}).")
+
+
+@maintenance.command("revert")
+@click.argument("run_id", metavar="RUN")
+@_platform_option
+def revert(run_id: str, platform: str | None) -> None:
+    """Put back the text PROJECT.md or USER.md had before maintenance run RUN (and reindex it).
+
+    Refused when the file changed since that run wrote it (a later run, an edit by hand).
+    """
+    from memsearch.maintenance import history
+
+    ctx = _context(platform)
+    run = history.revert(ctx.memsearch_dir, run_id)
+    history.reindex(ctx.config, run, ctx.description())
+    click.echo(f"Reverted {run.task}'s rewrite of {shown(run.file)} ({run.id}).")
+
+
 @click.command("distill")
 @_platform_option
 @click.option(

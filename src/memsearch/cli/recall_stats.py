@@ -1,9 +1,9 @@
-"""``memsearch stats --recall``: the recall log (:mod:`memsearch.agent.recall_log`) summed per session."""
+"""``memsearch stats --recall``: the recall log summed per session (:mod:`memsearch.agent.recall_report`,
+the report the console's "What memory did" view draws too)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any
 
 import click
@@ -15,31 +15,31 @@ __all__ = ["show_recall"]
 
 def show_recall(cfg: Any, days: int, json_output: bool) -> None:
     """Print one row per session of ``cfg``'s collection in the last ``days`` days, flagging the
-    sessions where memory was never consulted (no search, no expand)."""
-    from memsearch.agent import recall_log
+    sessions where memory was never consulted (no search, no expand). ``skipped`` counts the
+    prompts whose auto-inject found nothing at or above the strong-match floor (nothing injected)."""
+    from memsearch.agent.recall_log import SessionRecall
+    from memsearch.agent.recall_report import report
 
-    rows = recall_log.summarise(recall_log.read_events(cfg.milvus.collection, time.time() - days * 86400))
+    data = report(cfg, cfg.milvus.collection, days)
     if json_output:
-        echo_json(
-            {
-                "collection": cfg.milvus.collection,
-                "days": days,
-                "logging": recall_log.enabled(cfg),
-                "sessions": [row.to_dict() for row in rows],
-            }
-        )
+        echo_json(data)
         return
-    if not recall_log.enabled(cfg):
+    fields = SessionRecall.__dataclass_fields__
+    rows = [SessionRecall(**{k: v for k, v in row.items() if k in fields}) for row in data["sessions"]]
+    if not data["logging"]:
         click.echo("Recall log: off (telemetry.recall = false or MEMSEARCH_RECALL_LOG=0)")
     if not rows:
         click.echo(f"No recall events for collection {cfg.milvus.collection} in the last {days} days.")
         return
     click.echo(f"Recall, collection {cfg.milvus.collection}, last {days} days:")
-    head = ("session", "host", "started", "injected", "searches", "hits", "expands", "captures")
+    head = ("session", "host", "started", "injected", "skipped", "searches", "hits", "expands", "captures")
     table: list[tuple[str, ...]] = [head]
     for row in rows:
-        started = dt.datetime.fromtimestamp(row.started).strftime("%Y-%m-%d %H:%M")
-        counts = (row.injected_tokens, row.searches, row.hits, row.expands, row.captures)
+        try:
+            started = dt.datetime.fromtimestamp(row.started).strftime("%Y-%m-%d %H:%M")
+        except (OverflowError, ValueError, OSError):  # a time no calendar day holds (a damaged log)
+            started = "?"
+        counts = (row.injected_tokens, row.skips, row.searches, row.hits, row.expands, row.captures)
         table.append((row.session[:36], row.host or "?", started, *(str(n) for n in counts)))
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for i, line in enumerate(table):
@@ -49,3 +49,9 @@ def show_recall(cfg: Any, days: int, json_output: bool) -> None:
         click.echo(text)
     idle = sum(1 for row in rows if not row.consulted)
     click.echo(f"{len(rows)} session(s); {idle} never consulted memory (no search, no expand).")
+    for call in data["llm"]:
+        click.echo(
+            f"Model calls for {call['purpose']}: {call['calls']}"
+            + (f" ({call['failed']} failed)" if call["failed"] else "")
+            + f", {call['prompt_tokens']} tokens sent, {call['answer_tokens']} received."
+        )

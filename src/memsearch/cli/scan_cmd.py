@@ -105,9 +105,20 @@ def scan(
         "these are hand-written notes: edit them, or take a value out with `memsearch forget --secret -` "
         "(index leaves their secrets out by default)"
         if rewrite and not dry_run
-        else "run `memsearch scan --redact` to rewrite the journals without them"
+        else f"run `{_redact_command(paths, flags)}` to rewrite the journals without them"
     )
     raise SecretsFoundError(f"{plural(len(hits), 'secret')} found in memory files (listed above)", hint=hint)
+
+
+def _redact_command(paths: tuple[str, ...], flags: dict[str, Any]) -> str:
+    """The ``scan --redact`` of the same folders and store, as it can be copied: without the
+    paths it would scan ./.memsearch/memory, another folder."""
+    import shlex
+
+    from memsearch.cli.options import store_flags
+
+    named = "".join(f" {shlex.quote(path)}" for path in paths)
+    return f"memsearch scan --redact{named}{store_flags(flags)}"
 
 
 def _redact(

@@ -18,6 +18,27 @@ if TYPE_CHECKING:
 PREVIEW_CHARS = 500
 
 
+class _Relevance(click.ParamType):  # type: ignore[type-arg]
+    """A relevance from 0 to 1, or ``floor``: the strong-match floor of the configuration."""
+
+    name = "X|floor"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | str:
+        if value == FLOOR:
+            return FLOOR
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not 0 <= number <= 1:
+            self.fail(f"{value!r} is not a relevance from 0 to 1, nor 'floor'", param, ctx)
+        return number
+
+
+#: ``--min-relevance floor``: the configured strong-match floor (``search.min_relevance``).
+FLOOR = "floor"
+
+
 def _words(_ctx: click.Context, _param: click.Parameter, query: str) -> str:
     """The query, refused when blank: an empty query ranks every chunk alike (arbitrary hits)."""
     from memsearch.errors import EmptyQueryError
@@ -60,6 +81,13 @@ def _words(_ctx: click.Context, _param: click.Parameter, query: str) -> str:
     metavar="DAYS",
     help="Weigh each score by 0.5^(age/DAYS): newer memory first (search.recency_half_life; 0 = off).",
 )
+@click.option(
+    "--min-relevance",
+    type=_Relevance(),
+    default=None,
+    help="Leave out hits whose relevance is below X (0-1), or below the strong-match floor "
+    "(search.min_relevance) with 'floor'. Default: every hit; the floor when an agent reads the output.",
+)
 @common_options
 @click.option(
     "--reranker-model",
@@ -74,6 +102,7 @@ def search(
     since: str | None,
     until: str | None,
     time_phrases: bool,
+    min_relevance: float | str | None,
     json_output: bool,
     **flags: Any,
 ) -> None:
@@ -81,6 +110,8 @@ def search(
 
     A time phrase in QUERY ("last week", "yesterday", "in October", "上周", "三天前") limits the
     hits to its days and is left out of the words searched; --since/--until set the days instead.
+    Each hit shows its relevance (0-1: how likely it answers QUERY); with --min-relevance, hits
+    below it are left out, and "No strong match" says memory holds nothing on QUERY.
 
     \b
     Example:
@@ -88,14 +119,18 @@ def search(
       memsearch search "订单导出失败" --source-prefix ./memory --json-output
       memsearch search "what did we decide last week about retries"
       memsearch search "retry policy" --since 2026-11-01 --until 2026-11-30
+      memsearch search "staging database password" --min-relevance floor
     """
-    from memsearch.cli.recall_output import search_results
+    from memsearch.cli.recall_output import for_agent, search_results
     from memsearch.engine.memory import open_memory
     from memsearch.engine.timeframe import search_window
 
     cfg = resolve(flags)
     text, window = search_window(query, since, until, time_phrases=time_phrases)  # bad days: Error
     half_life = cfg.search.recency_half_life or None
+    if min_relevance is None and for_agent():
+        min_relevance = FLOOR  # what a model reads keeps to the floor, as MCP and auto-inject do
+    floor = cfg.search.min_relevance if min_relevance == FLOOR else float(min_relevance or 0)
     with open_memory(cfg, start=True) as memory:
         results = memory.search(
             query,
@@ -108,15 +143,21 @@ def search(
         )
     if window is not None:
         _say_window(text, window, results)
-    results = search_results(cfg, query, results, store_flags(flags))  # recall budget, recall log
+    _say_gone(results, store_flags(flags))
+    best = max((r["relevance"] for r in results), default=0.0)
+    strong = [r for r in results if r["relevance"] >= floor]
+    weak = bool(results) and not strong  # every hit under the floor: memory holds nothing on it
+    results = search_results(cfg, query, strong, store_flags(flags))  # recall budget, recall log
     if json_output:
+        if weak:
+            click.echo(_nothing_strong(best, floor), err=True)
         echo_json(results)
         return
     if not results:
-        click.echo("No results found.")
+        click.echo(_nothing_strong(best, floor) if weak else "No results found.")
         return
     for i, r in enumerate(results, 1):
-        click.echo(f"\n--- Result {i} (score: {r['score']:.4f}) ---")
+        click.echo(f"\n--- Result {i} (score: {r['score']:.4f}, relevance: {r['relevance']:.2f}) ---")
         click.echo(f"Source: {shown(r['source'])}")
         if r.get("heading"):
             click.echo(f"Heading: {shown(r['heading'])}")
@@ -130,6 +171,30 @@ def search(
             click.echo(f"  ... [truncated, run '{expand}' for full content]")
         else:
             click.echo(content)
+
+
+def _say_gone(results: list[dict[str, Any]], flags: str) -> None:
+    """Hits whose file is not on this machine any more (moved or deleted since it was indexed), on
+    stderr with the command that removes their chunks."""
+    from memsearch.engine.index_scan import gone_path, prune_command
+
+    gone = [path for path in (gone_path(str(r["source"])) for r in results) if path is not None]
+    if gone:
+        hits = "1 hit is" if len(gone) == 1 else f"{len(gone)} hits are"
+        click.echo(
+            f"Note: {hits} from files not found on this machine (moved or deleted?); "
+            f"`{shown(prune_command(gone))}{flags}` removes them from the index.",
+            err=True,
+        )
+
+
+def _nothing_strong(best: float, floor: float) -> str:
+    """What hits all under the floor mean: memory holds nothing on the query (worded so a model
+    stops rewording the search)."""
+    return (
+        f"No strong match in memory: the best hit has relevance {best:.2f}, under the floor of "
+        f"{floor:.2f}. Memory holds nothing on this; answer without it."
+    )
 
 
 def _say_window(text: str, window: Window, results: list[dict[str, Any]]) -> None:

@@ -79,36 +79,59 @@ def stop(all_services: bool, milvus_uri: str | None) -> None:
 
     It finishes the requests in flight, closes its store and exits; this waits until it has let
     the store go (at most 15 s) and prints one line per service stopped. A `watch` that serves the
-    store ends too. A program that holds the store for itself (a MemSearch in its own process) is
-    not stopped: the error names it.
+    store ends too; one that only uses it takes the store over (the line names it), except with
+    --all, which ends every watch and then stops whatever took a store over meanwhile. A program
+    that holds the store for itself (a MemSearch in its own process) is not stopped: the error
+    names it.
     """
-    from memsearch.service.manage import list_services, stop_services
+    from memsearch.service.manage import list_services, stop_all, stop_services
     from memsearch.service.paths import store_key
 
     if all_services and milvus_uri is not None:
         raise click.UsageError("give --all or --milvus-uri, not both")
-    services = list_services()
-    where = ""
-    if not all_services:
+    others: list[RunningService] = []
+    if all_services:
+        outcomes = stop_all()
+        where = ""
+    else:
         from memsearch.cli.options import resolve
 
         store = store_key(resolve({"milvus_uri": milvus_uri}).milvus.uri)
+        services = list_services()
+        others = [s for s in services if s.store != store]
         services = [s for s in services if s.store == store]
+        outcomes = stop_services(services) if services else []
         where = f" for {store}"
-    if not services:
-        click.echo(f"No memory service is running{where}.")
+    if not outcomes:
+        click.echo(f"No memory service is running{where}.{_others_line(others)}")
         return
-    outcomes = stop_services(services)
     for outcome in outcomes:
         if outcome.error is None:
-            click.echo(_stopped_line(outcome))
+            click.echo(_stopped_line(outcome, successor=not all_services))
     _raise_failures([o for o in outcomes if o.error is not None])
 
 
-def _stopped_line(outcome: StopOutcome) -> str:
+def _others_line(others: list[RunningService]) -> str:
+    """What runs for other stores, when the one named has none (``make demo``'s service runs for
+    its own store, not the default one): how to stop it, as it can be copied."""
+    import shlex
+
+    if not others:
+        return ""
+    if len(others) == 1:
+        store = others[0].store
+        return (
+            f" One runs for {shown(store)}: `memsearch service stop --milvus-uri {shlex.quote(store)}` "
+            "stops it."
+        )
+    return f" {len(others)} run for other stores: `memsearch service status` lists them, `--all` stops them."
+
+
+def _stopped_line(outcome: StopOutcome, *, successor: bool) -> str:
+    """``Stopped ...``; and who took the store over (``--all`` stops that one too, on a line of its own)."""
     line = f"Stopped {outcome.service.describe()}."
-    if outcome.successor is not None:
-        line += f" Process {outcome.successor} serves that store now."
+    if successor and outcome.successor is not None:
+        line += f" Process {outcome.successor} serves that store now (`--all` stops it too)."
     return line
 
 

@@ -25,6 +25,7 @@ STATUS_TEXT = {
     "pending": ("candidate", ", install ready"),
     "installed": ("installed", ""),
     "changed": ("installed", ", update ready"),
+    "rejected": ("rejected", ""),
 }
 
 
@@ -99,7 +100,7 @@ def list_(json_output: bool) -> None:
 
 def _summary(root_dir: Path) -> dict[str, Any]:
     candidates = store.list_candidates(root_dir)
-    waiting = [c for c in candidates if c.status != "installed"]
+    waiting = [c for c in candidates if c.status in store.WAITING]
     installs = {
         c.slug: [{"path": s.path, "state": s.state} for s in store.install_states(c)] for c in candidates
     }
@@ -195,3 +196,14 @@ def install(
         else:
             click.echo(f"Installed: {shown(r.path)}")
     click.echo("Start a new agent session to load it.")
+
+
+@skills.command("reject")
+@click.argument("name")
+def reject(name: str) -> None:
+    """Turn down candidate NAME's current version (it stops waiting for review; one commit).
+
+    A revised version from the distiller waits for review again; installing it anyway undoes this.
+    """
+    slug = store.reject_candidate(memsearch_dir(), name)
+    click.echo(f"Rejected candidate skill: {slug} (it no longer waits for review).")

@@ -111,8 +111,8 @@ def _stop_when_unused(users_file: Path) -> None:
 
 def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _Session) -> bool:
     """Watch through the store's service until it goes away, starting it here if none runs; True
-    when this process served the store and a client asked that service to stop (then the watch
-    ends rather than serve again)."""
+    when a client asked to stop the service this process ran, or (``service stop --all``) the one it
+    used: then the watch ends rather than serve again."""
     from memsearch.errors import ServiceRunningError, ServiceUnavailableError
     from memsearch.service.client import ServiceClient, connect
     from memsearch.service.server import MemoryService
@@ -147,7 +147,7 @@ def _watch_once(uri: str, settings: dict[str, Any], debounce_ms: int, session: _
             for sig in STOP_SIGNALS:  # a second Ctrl+C must not cut the clean-up short
                 signal.signal(sig, signal.SIG_IGN)
             service.stop()
-    return service is not None and service.leaving
+    return session.ended or (service is not None and service.leaving)
 
 
 def _end_when_asked(service: MemoryService) -> None:
@@ -164,6 +164,7 @@ class _Session:
         self.run = run
         self.paths = run.paths
         self.started = False
+        self.ended = False  # the service said its watches end with it (``service stop --all``)
         self.on_error = _error_recorder(run.path, run.cfg)
 
     def on_message(self, message: dict[str, Any]) -> None:
@@ -173,7 +174,9 @@ class _Session:
             exc = error_from_payload(message.get("error") or {})
             self.run.failed(exc)
             raise exc
-        if message.get("ok") and not self.started:
+        if message.get("ended"):
+            self.ended = True
+        elif message.get("ok") and not self.started:
             self._initial_report(message.get("result") or {})
         elif message.get("watching") and not self.started:
             self.started = True

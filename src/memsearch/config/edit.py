@@ -15,22 +15,11 @@ from typing import Any
 from memsearch.config.checking import check_range, coerce
 from memsearch.config.env import is_env_ref
 from memsearch.config.files import global_config_path, load_config_file, project_config_target, save_config
+from memsearch.config.keys import canonical_parts, lookup_key
 from memsearch.config.resolve import config_to_dict, resolve_config
-from memsearch.config.schema import (
-    COMPACT_KEY_MOVES,
-    PLUGIN_PLATFORMS,
-    PROJECT_ALLOWED_KEYS,
-    SECRET_FIELDS,
-    SECTIONS,
-    LLMProviderConfig,
-    MemSearchConfig,
-    PluginPlatformConfig,
-    PluginsConfig,
-    is_mapping,
-    table_aliases,
-    table_schema,
-)
+from memsearch.config.schema import COMPACT_KEY_MOVES, PROJECT_ALLOWED_KEYS, SECRET_FIELDS, MemSearchConfig
 from memsearch.config.tables import MISSING, copy_value, get_path, set_path
+from memsearch.config.values import check_value
 from memsearch.errors import ConfigKeyError, ConfigValueError
 
 logger = logging.getLogger("memsearch.config")
@@ -70,17 +59,10 @@ def mask_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
 # --- get / set -----------------------------------------------------------------------------------
 
 
-def _canonical_parts(key: str) -> list[str]:
-    parts = key.split(".")
-    if len(parts) >= 2 and parts[0] == "plugins":
-        parts[1] = table_aliases(PluginsConfig).get(parts[1], parts[1])
-    return parts
-
-
 def get_config_value(key: str, cfg: MemSearchConfig | None = None) -> Any:
     """The resolved value at a dotted key; a partial key (``milvus``) returns a dict."""
     data = config_to_dict(cfg if cfg is not None else resolve_config())
-    value = get_path(data, ".".join(_canonical_parts(key)))
+    value = get_path(data, ".".join(canonical_parts(key)))
     if value is MISSING:
         raise ConfigKeyError(
             f"Unknown config key: {key}", hint="Run 'memsearch config list' to see all keys."
@@ -88,79 +70,17 @@ def get_config_value(key: str, cfg: MemSearchConfig | None = None) -> Any:
     return value
 
 
-def lookup_key(key: str) -> tuple[list[str], Any]:
-    """Validate a full dotted key for ``config set``: (canonical parts, the field's type)."""
-    parts = _canonical_parts(key)
-    if len(parts) < 2 or not all(parts):
-        raise ConfigValueError(
-            f"Key must be section.field (got '{key}')", hint="For example: chunking.max_chunk_size"
-        )
-    section = parts[0]
-    if section not in SECTIONS:
-        raise ConfigKeyError(
-            f"Unknown config section: {section}", hint=f"Valid sections: {', '.join(SECTIONS)}"
-        )
-    if section == "plugins":
-        return parts, _lookup_plugin_key(key, parts)
-    if section == "llm" and parts[1] == "providers":
-        if len(parts) != 4:
-            raise ConfigValueError(
-                f"LLM provider keys must be llm.providers.<name>.<field> (got '{key}')",
-                hint="For example: llm.providers.fast.model",
-            )
-        provider_fields = table_schema(LLMProviderConfig)
-        if parts[3] not in provider_fields:
-            raise ConfigKeyError(
-                f"Unknown LLM provider field: {parts[3]}", hint=f"Valid fields: {', '.join(provider_fields)}"
-            )
-        return parts, provider_fields[parts[3]][1]
-    section_fields = {
-        k: tp
-        for k, (_attr, tp) in table_schema(table_schema(MemSearchConfig)[section][1]).items()
-        if not is_mapping(tp)
-    }
-    name = ".".join(parts[1:])
-    if name not in section_fields:
-        raise ConfigKeyError(
-            f"Unknown config field: {name} in section {section}",
-            hint=f"Valid fields in [{section}]: {', '.join(section_fields)}",
-        )
-    return parts, section_fields[name]
-
-
-def _lookup_plugin_key(key: str, parts: list[str]) -> Any:
-    if len(parts) != 4:
-        raise ConfigValueError(
-            f"Plugin config keys must be plugins.<platform>.<task>.<field> (got '{key}')",
-            hint="For example: plugins.claude-code.summarize.enabled",
-        )
-    _plugins, platform, task, name = parts
-    if platform not in PLUGIN_PLATFORMS:
-        raise ConfigKeyError(
-            f"Unknown plugin platform: {platform}", hint=f"Valid platforms: {', '.join(PLUGIN_PLATFORMS)}"
-        )
-    tasks = table_schema(PluginPlatformConfig)
-    if task not in tasks:
-        raise ConfigKeyError(
-            f"Unknown plugin config section: {task} in platform {platform}",
-            hint=f"Valid sections: {', '.join(tasks)}",
-        )
-    task_fields = table_schema(tasks[task][1])
-    if name not in task_fields:
-        raise ConfigKeyError(
-            f"Unknown plugin {task} field: {name} in platform {platform}",
-            hint=f"Valid fields: {', '.join(task_fields)}",
-        )
-    return task_fields[name][1]
-
-
 def parse_value(key: str, value: Any) -> Any:
-    """Validate ``key`` and convert ``value`` to its type, as ``config set`` does (``env:`` kept)."""
+    """Validate ``key`` and convert ``value`` to its type, as ``config set`` does (``env:`` kept):
+    its range, and for a name or an address (a provider, a store URI) what its owner accepts
+    (:mod:`.values`), so that a value no command can use is refused when it is set."""
     parts, tp = lookup_key(key)
     if is_env_ref(value):
         return value.strip()
     converted = coerce(tp, value, parts[-1])
-    check_range(parts[-1], converted, ".".join(parts))
+    dotted = ".".join(parts)
+    check_range(parts[-1], converted, dotted)
+    check_value(dotted, converted)
     return converted
 
 

@@ -22,6 +22,7 @@ from memsearch.config.files import (
     global_config_path,
     load_config_file,
 )
+from memsearch.config.keys import is_known_key
 from memsearch.config.schema import (
     COMPACT_KEY_MOVES,
     ConfigOrigin,
@@ -108,6 +109,11 @@ def _read_layers(cwd: Path | None) -> tuple[dict[str, Any], dict[str, Any], Conf
         _log_compact_deprecation(raw_project, str(ppath))
         allowed, ignored = filter_project_config(raw_project)
         project_layer = check_table(MemSearchConfig, allowed, "", str(ppath))
+        # A key no file may hold is a typo: warned about as in the global file. A real key the
+        # allowlist drops is left without a word (a shared repository may set it for itself).
+        for key in ignored:
+            if not is_known_key(key):
+                logger.warning("Unknown config key '%s' in %s (ignored)", key, ppath)
         if ignored:
             logger.info("Ignored keys not allowed in a project file %s: %s", ppath, ", ".join(ignored))
     return global_layer, project_layer, ConfigOrigin(gpath, ppath, ignored)

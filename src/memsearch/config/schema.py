@@ -21,8 +21,20 @@ from memsearch.errors import ConfigKeyError
 
 PROJECT_CONFIG_NAME = ".memsearch.toml"
 DEFAULT_MILVUS_URI = "~/.memsearch/milvus.db"
+#: A ``milvus.uri`` that starts so names a Milvus server; anything else is a Milvus Lite path,
+#: which must end in :data:`LITE_SUFFIX` (Milvus Lite opens no other name).
+SERVER_URI_PREFIXES: tuple[str, ...] = ("http://", "https://", "tcp://", "unix:")
+LITE_SUFFIX = ".db"
+#: What ``memsearch index`` may do with a hand-written note holding a secret (``redact.notes``).
+REDACT_NOTES_MODES: tuple[str, ...] = ("redact", "warn", "skip")
 DEFAULT_COLLECTION = "memsearch_chunks"
 DEFAULT_PROVIDER = "onnx"
+#: Hits each leg of a hybrid search fetches before fusion, whatever ``top_k`` is (``search.candidates``;
+#: the measurements behind it are in docs/architecture.md#ranking).
+DEFAULT_CANDIDATES = 30
+#: The strong-match floor: the least ``relevance`` a hit needs to be handed to a model or proposed
+#: by ``forget --query`` (``search.min_relevance``; calibrated in evaluation/README.md#relevance).
+DEFAULT_MIN_RELEVANCE = 0.7
 
 #: The only keys a project file may set. A ``.memsearch.toml`` comes with whatever repository was
 #: cloned, so it must not be able to redirect the index (URIs, tokens), leak code to an endpoint of its
@@ -76,6 +88,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "min_occurrences": (1, 1_000_000),
     "top_k": (1, 1_000),
     "recency_half_life": (0, 36_500),  # a hundred years
+    "candidates": (1, 1_000),  # the store's cap on one leg's hits
+    "min_relevance": (0, 1),
     "idle_timeout": (1, 31_536_000),  # one year
     "max_on_demand": (1, 1_000),
     "session_start_tokens": (100, 1_000_000),
@@ -199,9 +213,16 @@ class RerankerConfig:
 @dataclass
 class SearchConfig:
     """How ``search`` ranks: ``recency_half_life`` (days; 0 = off) multiplies each fused score by
-    ``0.5 ** (age / half_life)`` (``memsearch.engine.time_search``)."""
+    ``0.5 ** (age / half_life)`` (``memsearch.engine.time_search``); ``candidates`` is how many hits
+    each leg fetches before fusion, whatever the number of results (``top_k`` when larger);
+    ``min_relevance`` is the strong-match floor below which a hit is not handed to a model (MCP
+    ``search``, the prompt auto-inject, the recall skills' searches) nor proposed by ``forget
+    --query`` (which never goes below the default). Not settable by a project file: a cloned
+    repository could silence recall (1.0) or make ``forget --query`` take a weak match (0.0)."""
 
     recency_half_life: float = 0.0
+    candidates: int = DEFAULT_CANDIDATES
+    min_relevance: float = DEFAULT_MIN_RELEVANCE
 
 
 @dataclass
@@ -441,5 +462,6 @@ def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
         "ignore_files": list(cfg.indexing.ignore_files),
         "exclude": list(cfg.indexing.exclude),
         "reranker_model": cfg.reranker.model,
+        "search_candidates": cfg.search.candidates,
         "lock_timeout": cfg.milvus.lock_timeout,
     }

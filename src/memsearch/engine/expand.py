@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ __all__ = [
     "InvalidExpandOptionError",
     "SourceReadError",
     "StaleChunkError",
+    "anchor_host",
     "expand_chunk",
     "parse_anchor",
     "validate_chunk_hash",
@@ -89,6 +91,37 @@ _ANCHOR_KINDS: dict[frozenset[str], str] = {
 }
 # OpenCode and DSH write the same fields; DSH's turn is a turn number, OpenCode's a message id.
 _INTEGER_TURN_KINDS = {"opencode": "dsh"}
+# OpenClaw's anchor holds its turn too (``session transcript turn``, as Claude Code's): its
+# transcript is an OpenClaw agent's database, ``<state>/agents/<agent>/agent/openclaw-agent.sqlite``
+# (2026.9), or its session file, ``<state>/agents/<agent>/sessions/<id>.jsonl`` (before).
+_OPENCLAW_TRANSCRIPT = re.compile(
+    r"[/\\]agents[/\\][^/\\]+[/\\](?:sessions[/\\][^/\\]+|agent[/\\]openclaw-agent\.sqlite)$"
+)
+#: The anchor the MCP ``remember`` tool writes (no conversation: a note the model was asked to keep).
+REMEMBER_ANCHOR = {"via": "mcp"}
+
+
+def _kind(fields: Mapping[str, str]) -> str | None:
+    """Which host wrote anchor ``fields`` (the anchor kinds of :class:`Anchor`), None when no host's."""
+    kind = _ANCHOR_KINDS.get(frozenset(k for k in fields if k in _ANCHOR_FIELDS))
+    if kind is None:
+        return None
+    if fields.get("turn", "").isdigit():
+        kind = _INTEGER_TURN_KINDS.get(kind, kind)
+    if kind == "claude-code" and _OPENCLAW_TRANSCRIPT.search(fields.get("transcript", "")):
+        kind = "openclaw"
+    return kind
+
+
+def anchor_host(fields: Mapping[str, str]) -> str:
+    """The host whose capture wrote a journal entry with these anchor fields: ``claude-code``,
+    ``codex``, ``opencode``, ``openclaw``, ``dsh``, ``mcp`` (the ``remember`` tool), or "" when
+    the fields name none (a hand-written entry). Told from the fields each host writes and, where
+    two hosts write the same fields, from their values (docs/platforms/*.md)."""
+    if fields.get("via") == REMEMBER_ANCHOR["via"]:
+        return "mcp"
+    kind = _kind(fields)
+    return {"opencode-legacy": "opencode"}.get(kind or "", kind or "")
 
 
 @dataclass(frozen=True)
@@ -126,11 +159,9 @@ def _anchor_from_comment(body: str) -> Anchor | None:
         if key in fields or (not value and key not in _OPTIONAL_VALUE_FIELDS):
             return None
         fields[key] = value
-    kind = _ANCHOR_KINDS.get(frozenset(fields))
+    kind = _kind(fields)
     if kind is None:
         return None
-    if fields.get("turn", "").isdigit():
-        kind = _INTEGER_TURN_KINDS.get(kind, kind)
     return Anchor(kind=kind, **fields)
 
 
@@ -208,10 +239,9 @@ def _read_source(source: str) -> tuple[list[str], str | None]:
     try:
         decoded = read_markdown(Path(source).expanduser())
     except FileNotFoundError:
-        raise SourceFileNotFoundError(
-            f"Source file not found: {source}",
-            hint="the file was moved or deleted; run `memsearch index` to refresh the index",
-        ) from None
+        from memsearch.engine.index_scan import gone_hint
+
+        raise SourceFileNotFoundError(f"Source file not found: {source}", hint=gone_hint(source)) from None
     except OSError as exc:
         raise SourceReadError(
             f"Cannot read {source}: {exc.strerror or exc}",
@@ -246,7 +276,8 @@ def expand_chunk(
     if start_line > n:
         raise StaleChunkError(
             f"Chunk lines {start_line}-{end_line} are past the end of {source} ({n} lines)",
-            hint="the file changed since it was indexed; run `memsearch index` to refresh the index",
+            hint=f"the file changed since it was indexed: `memsearch index {shlex.quote(source)}` "
+            "brings its chunks up to date",
         )
     own = (start_line - 1, min(end_line, n))
     headings = find_headings(lines)

@@ -14,15 +14,20 @@ What a block covers:
 - in a hand-written note, the chunk's own lines, its heading line included when the chunk starts
   with it (the other chunks of a long section stay, under the heading above them).
 
+A query names memory only through hits that match it strongly (:func:`strong_hits`): a hybrid
+search always ranks something, and the best of nothing must never be deleted.
+
 Previews go through the configured redaction, so the confirmation never prints a secret.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,16 +37,22 @@ from memsearch.engine.journal import is_journal, journal_files, parse_anchor_fie
 
 if TYPE_CHECKING:
     from memsearch.chunker import Chunk
+    from memsearch.config import MemSearchConfig
+    from memsearch.engine.interface import Memory
     from memsearch.redact import Redactor
 
 __all__ = [
     "Block",
     "block_digest",
+    "blocks_at",
     "blocks_for_chunk",
     "blocks_for_entries",
     "entries",
+    "forget_floor",
     "read_lines",
+    "select_blocks",
     "session_headings",
+    "strong_hits",
 ]
 
 _LONE_CR = re.compile(r"\r(?!\n)")
@@ -60,6 +71,8 @@ class Block:
     heading: str = ""
     anchor: Mapping[str, str] = field(default_factory=dict)
     preview: str = ""
+    #: The relevance of the search hit that named this block (``forget --query``), else None.
+    relevance: float | None = None
 
     @property
     def span(self) -> str:
@@ -78,6 +91,35 @@ def read_lines(path: Path) -> list[str]:
 
 def block_digest(lines: Sequence[str], start: int, end: int) -> str:
     return hashlib.sha256(encode(lines[start:end])).hexdigest()
+
+
+# --- hits of a query ---------------------------------------------------------------------------
+
+
+def forget_floor(configured: float) -> float:
+    """The least relevance a hit needs for ``forget --query`` to propose it: the configured
+    strong-match floor (``search.min_relevance``), never below the calibrated default (a floor
+    lowered to see more recall hits must not make forgetting guess)."""
+    from memsearch.config.schema import DEFAULT_MIN_RELEVANCE
+
+    return max(configured, DEFAULT_MIN_RELEVANCE)
+
+
+def strong_hits(query: str, hits: Sequence[Mapping[str, Any]], floor: float) -> list[Mapping[str, Any]]:
+    """The hits of ``query`` at or above ``floor``; WeakMatchError (naming the best relevance and
+    the floor) when there is none: nothing is forgotten on a guess."""
+    from memsearch.errors import WeakMatchError
+
+    strong = [hit for hit in hits if float(hit.get("relevance") or 0.0) >= floor]
+    if strong:
+        return strong
+    best = max((float(hit.get("relevance") or 0.0) for hit in hits), default=None)
+    found = f"its best hit has relevance {best:.2f}" if best is not None else "nothing is indexed"
+    raise WeakMatchError(
+        f"nothing matches the query strongly enough to forget ({found}; the floor is {floor:.2f}): "
+        "no memory was forgotten",
+        hint=f"check with `memsearch search {shlex.quote(query)}`, then forget the hit you mean by its hash",
+    )
 
 
 # --- journals ---------------------------------------------------------------------------------
@@ -146,6 +188,71 @@ def blocks_for_entries(
     return blocks
 
 
+def blocks_at(path: Path, line: int, redactor: Redactor) -> list[Block]:
+    """The journal entry of ``path`` whose ``###`` heading is on ``line`` (1-based, as the
+    timeline names an entry); [] when no entry starts there (the file changed)."""
+    if not is_journal(path):
+        return []
+    lines = read_lines(path)
+    return [
+        _block(path, lines, e.start, e.end, e.heading, e.anchor, redactor)
+        for e in entries(lines)
+        if e.start + 1 == line
+    ]
+
+
+def select_blocks(
+    memory: Memory,
+    cfg: MemSearchConfig,
+    *,
+    chunk_hashes: Sequence[str] = (),
+    match: Mapping[str, str] | None = None,
+    memory_dirs: Sequence[str | Path] = (),
+    query: str | None = None,
+    top_k: int = 1,
+    entry: tuple[Path, int] | None = None,
+    redactors: tuple[Redactor, Redactor],
+    warn: Callable[[str], None] = lambda message: None,
+    note: Callable[[str], None] = lambda message: None,
+) -> list[Block]:
+    """Every block the selectors name, each once, in file order: stored chunks by hash, journal
+    entries whose anchor has all the fields of ``match`` (under ``memory_dirs``), the hits of a
+    ``query`` that match strongly (:func:`strong_hits`: WeakMatchError when none does; ``note`` says
+    how many weak ones were left out), the journal ``entry`` at (file, line). ``redactors``: the one
+    ``index`` uses (to chunk a file as it did), the one for previews. A stale query hit is skipped
+    (``warn`` says so)."""
+    from memsearch.errors import StaleChunkError
+
+    index_redactor, preview_redactor = redactors
+    found: list[Block] = []
+    sizes = {"max_chunk_size": cfg.chunking.max_chunk_size, "overlap_lines": cfg.chunking.overlap_lines}
+
+    def of_row(row: dict[str, Any]) -> list[Block]:
+        return blocks_for_chunk(row, **sizes, redactor=index_redactor, shown=preview_redactor)
+
+    for chunk_hash in chunk_hashes:
+        found += of_row(memory.get_chunk(chunk_hash))
+    if match:
+        found += blocks_for_entries(memory_dirs, match, preview_redactor)
+    if query:
+        floor = forget_floor(cfg.search.min_relevance)
+        hits = memory.search(query, top_k=top_k)
+        strong = strong_hits(query, hits, floor)  # none: WeakMatchError, nothing is forgotten
+        if len(strong) < len(hits):
+            note(f"Left out {len(hits) - len(strong)} weak hit(s) (relevance below {floor:.2f}).")
+        for hit in strong:
+            try:  # a hit is redacted for showing; the file is compared with the row as stored
+                blocks = of_row(memory.get_chunk(hit["chunk_hash"]))
+            except StaleChunkError as exc:  # one stale hit must not stop the others
+                warn(f"skipped a hit: {exc.one_line()}")
+                continue
+            found += [dataclasses.replace(b, relevance=float(hit["relevance"])) for b in blocks]
+    if entry is not None:
+        found += blocks_at(entry[0], entry[1], preview_redactor)
+    unique = {(b.path, b.start, b.end): b for b in found}
+    return [unique[k] for k in sorted(unique)]
+
+
 # --- chunks -----------------------------------------------------------------------------------
 
 
@@ -155,20 +262,19 @@ def blocks_for_chunk(
     """The blocks a stored chunk (a ``search``/``get_chunk`` row) names, checked against its file:
     the file must still hold that chunk where the index says (else StaleChunkError). ``redactor``
     is the one ``index`` uses (to chunk the file as it did), ``shown`` the one for previews."""
+    from memsearch.engine.index_scan import gone_hint
     from memsearch.errors import SourceFileNotFoundError, StaleChunkError
 
     path = Path(str(row["source"]))
     try:
         lines = read_lines(path)
     except FileNotFoundError:
-        raise SourceFileNotFoundError(
-            f"{path} is gone from disk", hint="run `memsearch index` on its folder to drop its chunks"
-        ) from None
+        raise SourceFileNotFoundError(f"{path} is gone from disk", hint=gone_hint(str(path))) from None
     start, end = int(row["start_line"]) - 1, int(row["end_line"])
     if not _still_there(lines, row, path, max_chunk_size, overlap_lines, redactor):
         raise StaleChunkError(
             f"{path} changed since chunk {row['chunk_hash']} was indexed",
-            hint="run `memsearch index` on its folder, then search again for what to forget",
+            hint=f"`memsearch index {shlex.quote(str(path))}`, then search again for what to forget",
         )
     if is_journal(path):
         hit = [e for e in entries(lines) if e.start < end and e.end > start]

@@ -3,10 +3,16 @@
 Why a module of its own: ``MemSearch.search`` (``core``) adds the caller's arguments around it (a
 window of days, recency: ``time_search``), and this is the part that touches the model and the
 store; on a cold start it overlaps the two (below).
+
+Rank once, cut late: the legs fetch ``search.candidates`` hits each whatever the caller wants
+(more only when it wants more), and this returns every candidate ranked; the caller reweights and
+cuts. So the top N at any ``top_k`` up to the depth is the first N of a longer list.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -14,23 +20,51 @@ if TYPE_CHECKING:
     from memsearch.embeddings import EmbeddingProvider
     from memsearch.store import MilvusStore
 
-#: Hybrid candidates per final result handed to the reranker.
-RERANK_FACTOR = 3
+#: Hybrid candidates a reranker rescores (the best of the fusion; ``top_k`` when larger). Fixed,
+#: so that a reranked list too is the same at every ``top_k`` up to it.
+RERANK_CANDIDATES = 30
 
 
-async def hybrid(ms: MemSearch, query: str, *, top_k: int, filter_expr: str = "") -> list[dict[str, Any]]:
-    """The hybrid search of ``query`` among the chunks ``filter_expr`` selects, reranked when
-    a reranker model is set."""
+@dataclass
+class Ranked:
+    """A search's candidates, best first, and what their relevance needs: the query's vector, the
+    store, and the cosine similarities the dense leg already gave (by chunk hash)."""
+
+    hits: list[dict[str, Any]]
+    vector: Sequence[float] = ()
+    store: MilvusStore | None = None
+    similarity: dict[str, float] = field(default_factory=dict)
+    model: str = ""  # the embedding model (the similarity's calibration is per model)
+
+    def add_relevance(self, query: str, hits: list[dict[str, Any]]) -> None:
+        """Give each of ``hits`` (some of :attr:`hits`, after the cut) its ``relevance``
+        (``memsearch.engine.relevance``). A hit the dense leg did not return gets its similarity
+        from one dense call restricted to those chunks."""
+        from memsearch.engine.relevance import QueryTerms, relevance
+
+        missing = [h["chunk_hash"] for h in hits if h["chunk_hash"] not in self.similarity]
+        if missing and self.store is not None and self.vector:
+            self.similarity.update(self.store.similarity(self.vector, missing))
+        terms = QueryTerms.of(query)
+        for hit in hits:
+            content = str(hit.get("content") or "")
+            hit["relevance"] = relevance(terms, content, self.similarity.get(hit["chunk_hash"]), self.model)
+
+
+async def hybrid(ms: MemSearch, query: str, *, wanted: int, filters: Sequence[str] = ("",)) -> Ranked:
+    """Every candidate of the hybrid search of ``query`` among the chunks any of ``filters``
+    selects, best first (reranked when a reranker model is set). ``wanted`` is how many results
+    the caller will keep: each leg fetches ``search.candidates`` hits, or ``wanted`` when more."""
     import asyncio
 
     from memsearch.store import hybrid_weights
 
     embedder = ms.embedder
-    fetch_k = top_k * RERANK_FACTOR if ms._reranker_model else top_k
+    depth = max(ms._candidates, wanted)
 
     def lexical() -> tuple[MilvusStore, list[Any]]:
         store = ms._search_store()
-        return store, store.search_leg("sparse", query, top_k=fetch_k, filter_expr=filter_expr)
+        return store, store.leg("sparse", query, depth, filters)
 
     leg_hits: dict[str, list[Any]] = {}
     if ms._store is None:
@@ -48,20 +82,22 @@ async def hybrid(ms: MemSearch, query: str, *, top_k: int, filter_expr: str = ""
     else:
         vectors = await _embed_query(embedder, query, ms._lifecycle.drops_after_use)
         store = ms._search_store()
-    # The store runs the legs not run yet and fuses them (MilvusStore.search: the one place).
-    results: list[dict[str, Any]] = store.search(
+    # The store runs the legs not run yet and fuses them (MilvusStore.ranked: the one place).
+    ranking = store.ranked(
         vectors[0],
         query_text=query,
-        top_k=fetch_k,
-        filter_expr=filter_expr,
+        depth=depth,
+        filters=filters,
         weights=hybrid_weights(query),
         leg_hits=leg_hits,
     )
-    if ms._reranker_model and results:
+    hits = ranking.hits
+    if ms._reranker_model and hits:
         from memsearch.reranker import rerank_async
 
-        results = await rerank_async(query, results, model_name=ms._reranker_model, top_k=top_k)
-    return results[:top_k]
+        keep = max(RERANK_CANDIDATES, wanted)
+        hits = await rerank_async(query, hits[:keep], model_name=ms._reranker_model, top_k=keep)
+    return Ranked(hits, vectors[0], store, ranking.similarity, ms.model_name)
 
 
 async def _embed_query(embedder: EmbeddingProvider, query: str, release: bool) -> list[list[float]]:

@@ -36,7 +36,16 @@ from memsearch.engine.index_pipeline import (
     retrieved,
     start_phase,
 )
-from memsearch.engine.index_scan import FileWork, Scanned, diff, read_changed, scan_paths, under, unnamable
+from memsearch.engine.index_scan import (
+    FileWork,
+    Scanned,
+    check_paths_exist,
+    diff,
+    read_changed,
+    scan_paths,
+    under,
+    unnamable,
+)
 from memsearch.engine.lifecycle import ModelLifecycle
 from memsearch.engine.manifest import Manifest
 from memsearch.errors import CollectionNotFoundError, EmbeddingError, IndexingError, NotARegularFileError
@@ -106,6 +115,20 @@ class IndexSettings:
         return found
 
 
+def _missing_paths(scanned: Scanned, removed: list[str], warnings: list[str]) -> tuple[str, ...]:
+    """The paths given that do not exist and held nothing (``IndexReport.missing_paths``); a
+    warning for each of the others, saying what was removed under it."""
+    empty = []
+    for path in scanned.missing:
+        count = sum(1 for source in removed if under(source, [path]))
+        if count:
+            files = "file" if count == 1 else "files"
+            warnings.append(f"{path} does not exist: removed the {count} {files} the index held there")
+        else:
+            empty.append(str(path))
+    return tuple(empty)
+
+
 class Indexer:
     """Brings a store up to date with the markdown under some paths.
 
@@ -164,7 +187,11 @@ class Indexer:
 
     async def _index(self, force: bool, progress: Progress | None) -> IndexReport:
         self._clock = EmbedClock()
+        check_paths_exist(self.settings.paths, self._holds_under)
         scanned = scan_paths(self.settings)
+        if len(scanned.missing) == len(self.settings.paths) and self._new_lite_file():
+            # Nothing given exists and there is no store: nothing is indexed under any of it.
+            return IndexReport(0, 0, 0, missing_paths=tuple(map(str, scanned.missing)), unchanged=True)
         manifest, first_run = self._load_manifest()
         if first_run and scanned.files:
             # The model's one-time preparation (see below) first, before the notes are read: the
@@ -182,7 +209,7 @@ class Indexer:
         changes = diff(scanned, manifest, force)
         warnings = [f"skipped {path}: {reason}" for path, reason in scanned.skipped]
         total, indexed, failed = scanned.report_counts()
-        if not changes.stat_changed and not changes.gone:
+        if not changes.stat_changed and not changes.gone and not scanned.missing:
             return IndexReport(0, total, indexed, failed, warnings=tuple(warnings), unchanged=True)
 
         work = read_changed(
@@ -195,7 +222,7 @@ class Indexer:
             failures=scanned.failures,
         )
         total, indexed, failed = scanned.report_counts()
-        if not work and not changes.gone and not force:
+        if not work and not changes.gone and not scanned.missing and not force:
             if first_run:
                 self._store()  # the collection a first run leaves, as above
             manifest.save()
@@ -224,7 +251,8 @@ class Indexer:
             # A fresh or dropped collection: nothing the manifest claims is really there.
             return await self._start_over(progress)
 
-        deleted = self._prune(store, manifest, scanned, changes.active, changes.gone, force)
+        removed = self._prune(store, manifest, scanned, changes.active, changes.gone, force)
+        missing = _missing_paths(scanned, removed, warnings)
         mark_new_chunks(store, work, force=force)
         if stopped is not None:
             stopped.leave_out(work)
@@ -238,7 +266,7 @@ class Indexer:
             # Files whose new chunks are all in: drop their stale chunks and record them.
             stale_deleted = finish_files(store, work, manifest)
             manifest.save()
-        if embedded or stale_deleted or deleted:
+        if embedded or stale_deleted or removed:
             store.flush()
         if stopped is not None:
             raise stopped.error
@@ -250,11 +278,24 @@ class Indexer:
             failed,
             deleted_chunks=stale_deleted,
             changed_files=len(work),
-            removed_files=deleted,
+            removed_files=len(removed),
             warnings=tuple(warnings),
             embed_seconds=round(self._clock.seconds, 3),
+            missing_paths=missing,
             multilingual_embedded=leg,
         )
+
+    def _holds_under(self, path: Path) -> bool:
+        """Whether the index holds a file at or under ``path`` (asked only of a path that does not
+        exist): the manifest says so, or the store does (a run that recorded nothing)."""
+        real = path.resolve()  # as the index names its files
+        manifest, first_run = self._load_manifest()
+        if not first_run and any(under(source, [real]) for source in manifest.files):
+            return True
+        if self._new_lite_file():
+            return False
+        store = self._store()
+        return store.exists and bool(store.sources_with_counts(str(real)))
 
     async def _sync_leg(self, store: MilvusStore, sources: list[str], progress: Progress | None) -> int:
         """With the multilingual leg on: the second vectors of the chunks of ``sources`` (of all
@@ -290,20 +331,27 @@ class Indexer:
         active: set[str],
         gone: list[str],
         force: bool,
-    ) -> int:
-        """Delete the chunks of files no longer on disk under a directory root; returns files
-        removed. Without a manifest (or with ``force``) the store's own sources are checked too."""
+    ) -> list[str]:
+        """Delete the chunks of files no longer on disk under a directory root, or at or under a
+        path given that does not exist (``index notes`` after ``mv notes notes-old``); returns the
+        files removed. Without a manifest (or with ``force``) the store's own sources are checked
+        too, and always under a path that does not exist: the user named it."""
         if not manifest.files or force:
             indexed = store.indexed_sources()
-            gone = sorted({p for p in indexed if p not in active and under(p, scanned.roots)} | set(gone))
-        deleted = 0
+            gone = sorted(
+                {p for p in indexed if p not in active and under(p, scanned.gone_roots)} | set(gone)
+            )
+        elif scanned.missing:
+            missing = [p for p in scanned.gone_roots if p in scanned.missing]
+            gone = sorted(set(gone).union(*(store.sources_with_counts(str(p)) for p in missing)))
+        removed = []
         for source in gone:
             if unnamable(source):  # (rows another program stored) not addressable: left as they are
                 continue
             store.delete_by_source(source)
             manifest.files.pop(source, None)
-            deleted += 1
-        return deleted
+            removed.append(source)
+        return removed
 
     def _private_text(self, text: str, path: Path, warnings: list[str]) -> str | None:
         """The text to chunk: nothing embeds or stores a private span or a secret (see

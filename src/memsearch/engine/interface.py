@@ -62,6 +62,7 @@ class Memory:
         time_phrases: bool = True,
         recency_half_life: float | None = None,
         today: str | dt.date | None = None,
+        min_relevance: float | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid search; results sorted by descending score (``MemSearch.search`` says more)."""
         result: list[dict[str, Any]] = self._do("search", locals())

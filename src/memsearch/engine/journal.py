@@ -218,8 +218,8 @@ def find_duplicate(
     return None
 
 
-def _current_section_sessions(text: str) -> tuple[bool, set[str]]:
-    """Whether the file's last ``##`` heading is a session heading, and the sessions under it."""
+def _current_section(text: str) -> tuple[str, set[str]]:
+    """The file's last ``##`` heading line (``""`` for none), and the sessions under it."""
     lines = text.splitlines()
     start = None
     for index in range(len(lines) - 1, -1, -1):
@@ -227,14 +227,27 @@ def _current_section_sessions(text: str) -> tuple[bool, set[str]]:
             start = index
             break
     if start is None:
-        return False, set()
+        return "", set()
     sessions = set()
     for line in lines[start + 1 :]:
         if "<!--" in line:
             fields = parse_anchor_fields(line)
             if fields and fields.get("session"):
                 sessions.add(fields["session"])
-    return lines[start].startswith("## Session "), sessions
+    return lines[start].rstrip(), sessions
+
+
+def _needs_heading(text: str, entry: JournalEntry, heading: str) -> bool:
+    """Whether ``entry`` starts a new ``heading`` (``## Session HH:MM``): not when the current
+    section is already this session's, nor when it is the same heading of no session (an entry
+    without one, such as the MCP ``remember`` tool's, written in the same minute): two notes in one
+    minute make one ``## Session HH:MM``, never two identical ones."""
+    current, sessions = _current_section(text)
+    if not current.startswith("## Session "):
+        return True
+    if entry.session:
+        return entry.session not in sessions
+    return current != heading or bool(sessions)
 
 
 def append_entry(
@@ -292,6 +305,7 @@ def append_entry(
     from memsearch.engine import written
 
     written.record_transcripts(directory, [entry.anchor.get(name, "") for name in TRANSCRIPT_FIELDS])
+    written.record_memory_folder(directory)
     return AppendResult(path, True)
 
 
@@ -315,9 +329,9 @@ def _write_entry(
         parts.append("\n")  # a person's edit left no newline at the end
     if not text and title:
         parts.append(f"# {when.date().isoformat()}\n")
-    is_session, sessions = _current_section_sessions(text)
-    if not (entry.session and is_session and entry.session in sessions):
-        parts.append(f"\n## Session {stamp}\n\n")
+    heading = f"## Session {stamp}"
+    if _needs_heading(text, entry, heading):
+        parts.append(f"\n{heading}\n\n")
     anchor = format_anchor(entry.anchor)
     parts.append(f"### {stamp}\n" + (f"{anchor}\n" if anchor else "") + "\n".join(bullets) + "\n\n")
     fh.seek(0, os.SEEK_END)

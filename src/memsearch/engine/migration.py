@@ -54,7 +54,7 @@ def model_for_index(provider: str, default_model: str, dimension: int | None, co
                 f"the folder {where.name} from a machine where the original memsearch ran, or download "
                 f"it with internet (pip install huggingface_hub; hf download {ORIGINAL_MODEL}); "
                 "the index is then used as it is, nothing is re-embedded. Or re-embed everything with "
-                "our default model: `memsearch reset --yes`, then `memsearch index --force <paths>` "
+                "our default model: `memsearch reset --yes`, then `memsearch index <paths>` "
                 "(with the same --milvus-uri / --collection)."
             ),
         )

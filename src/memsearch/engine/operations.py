@@ -53,6 +53,16 @@ def _between(low: float, high: float, hint: str = "") -> Callable[[str, Any], No
     return check
 
 
+def candidate_depth(value: int) -> int:
+    """``MemSearch``'s ``search_candidates`` (``search.candidates``), checked where it enters."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
+        raise InvalidArgumentError(
+            f"search_candidates must be a whole number from 1 to {MAX_TOP_K} (got {value!r})",
+            hint="set search.candidates in that range (hits each leg fetches before fusion)",
+        )
+    return value
+
+
 def _query_length(name: str, value: str) -> None:
     if len(value) > MAX_QUERY_CHARS:
         raise InvalidArgumentError(
@@ -121,6 +131,8 @@ def _search_outbound(args: dict[str, Any]) -> dict[str, Any]:
     if args["recency_half_life"]:
         wire["recency_half_life"] = args["recency_half_life"]
         wire["today"] = day.isoformat()
+    if args["min_relevance"]:
+        wire["min_relevance"] = args["min_relevance"]
     return wire
 
 
@@ -154,8 +166,11 @@ class Operation:
     service's older names where they differ); ``here`` the ``MemSearch`` method that does it in the
     process that owns the store; ``embeds`` says ``here`` is a coroutine (it may embed, so
     ``MemSearch``'s face of it is awaitable); ``read`` that it changes nothing (the client's
-    patience with a busy service). ``outbound`` makes caller-relative arguments absolute before
-    they are sent; ``encode``/``decode`` carry the result across the socket as JSON.
+    patience with a busy service); ``hands_over`` that work it did here before the store opened
+    (an index embeds ahead, into the embedding cache) goes to an owner that took the store
+    meanwhile rather than being lost (``service.owner.perform``). ``outbound`` makes
+    caller-relative arguments absolute before they are sent; ``encode``/``decode`` carry the
+    result across the socket as JSON.
     """
 
     name: str
@@ -164,6 +179,7 @@ class Operation:
     wire: str = ""
     embeds: bool = False
     read: bool = False
+    hands_over: bool = False
     outbound: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     encode: Callable[[Any], Any] | None = None
     decode: Callable[[Any], Any] | None = None
@@ -242,6 +258,12 @@ OPERATIONS: dict[str, Operation] = {
                     ),
                 ),
                 Param("today", _DAY, None, wire=(str, _NONE)),
+                Param(
+                    "min_relevance",
+                    (int, float, _NONE),
+                    None,
+                    _between(0, 1, "give a relevance from 0 to 1, or none for every hit"),
+                ),
             ),
             here="_search_here",
             embeds=True,
@@ -254,6 +276,7 @@ OPERATIONS: dict[str, Operation] = {
             here="_index_here",
             wire="index",
             embeds=True,
+            hands_over=True,
             encode=_as_dict,
             decode=_report,
         ),
@@ -262,6 +285,7 @@ OPERATIONS: dict[str, Operation] = {
             (_path(),),
             here="_index_file_here",
             embeds=True,
+            hands_over=True,
             outbound=lambda a: {"path": _absolute(a["path"])},
             decode=int,
         ),

@@ -11,9 +11,13 @@ A chunk's day is derived when a search needs it, from what is true now:
 
 A window becomes a store filter, ``source in [...]`` of the indexed files whose day falls in it
 (journals by name, other files by one ``stat`` each), so the hybrid search ranks only chunks of
-those days and ``top_k`` is filled from them. With more files in the window than
-:data:`MAX_IN_FILTER`, the filter would cost more than it saves: the search then fetches more
-(:data:`OVER_FETCH`) and keeps the hits of the window. The measurements are in docs/time.md.
+those days and ``top_k`` is filled from them. A window of more than :data:`MAX_IN_FILTER` files
+is searched in parts of at most that many files, each leg's hits of the parts merged by score
+before the fusion (``MilvusStore.ranked``): the same ranking as one filter, at any window size.
+A window that holds every indexed file needs no filter. The measurements are in docs/time.md.
+
+Recency reweights every candidate of the search before the list is cut to ``top_k``, so the
+result does not depend on ``top_k`` either (``memsearch.engine.hybrid_search``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsearch.engine.hybrid_search import Ranked, hybrid
 from memsearch.engine.journal import DAY_FILE_RE, is_journal
 from memsearch.engine.timeframe import Window, local_today, parse_day, search_window
 
@@ -33,13 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["hit_day", "recency_weight", "sources_in_window", "timed_search"]
 
-#: Above this many files in a window, filter after the search instead (see the module docstring).
+#: The most files of one ``source in [...]`` filter: a larger window is searched in parts.
 MAX_IN_FILTER = 1000
-#: Hits fetched per wanted hit when the window is applied after the search (the store's cap is 1000).
-OVER_FETCH = 20
-MAX_FETCH = 1000
-#: Hits fetched per wanted hit when recency weighting may reorder them.
-RECENCY_FETCH = 3
 _ENTRY_TIME = re.compile(r"^(?:Session\s+)?(\d{1,2}:\d{2})$")
 
 
@@ -123,10 +123,12 @@ async def timed_search(
     time_phrases: bool,
     recency_half_life: float | None,
     today: str | dt.date | None,
+    min_relevance: float | None = None,
 ) -> list[dict[str, Any]]:
     """``MemSearch.search`` with its time arguments (documented there): the window from
-    ``since``/``until`` or the query's time phrase, then the hybrid search, dated hits and
-    recency weights."""
+    ``since``/``until`` or the query's time phrase, then the hybrid search, recency weights over
+    every candidate, the cut to ``top_k``, dated hits, and each kept hit's relevance (those below
+    ``min_relevance`` left out)."""
     from memsearch.store import source_prefix_filter
 
     # top_k and recency_half_life were checked where the call entered (memsearch.engine.operations).
@@ -136,15 +138,20 @@ async def timed_search(
     if source_prefix:
         base = source_prefix_filter(str(Path(source_prefix).expanduser().resolve()))
     half_life = recency_half_life or 0.0
-    fetch = min(top_k * RECENCY_FETCH, MAX_FETCH) if half_life else top_k
     if window is None:
-        hits = await ms._hybrid(text, top_k=fetch, filter_expr=base)
+        ranked = await hybrid(ms, text, wanted=top_k, filters=(base,))
     else:
-        hits = await _in_window(ms, text, window, fetch, base)
-        if not hits and window.phrase:
+        ranked = await _in_window(ms, text, window, top_k, base)
+        if not ranked.hits and window.phrase:
             # The query's phrase found nothing dated in its window: its words still deserve an
             # answer (hits are marked out of the window, the CLI says so).
-            hits = await ms._hybrid(text, top_k=fetch, filter_expr=base)
+            ranked = await hybrid(ms, text, wanted=top_k, filters=(base,))
+    hits = ranked.hits
+    if half_life:
+        for hit in hits:
+            hit["score"] = float(hit["score"]) * recency_weight(hit_day(hit)[0], day, half_life)
+        hits.sort(key=lambda h: h["score"], reverse=True)  # stable: equal scores keep their order
+    hits = hits[:top_k]
     if window is not None or half_life:
         for hit in hits:
             when, time = hit_day(hit)
@@ -154,20 +161,19 @@ async def timed_search(
             if window is not None:
                 hit["window"] = window.to_dict()
                 hit["in_window"] = window.contains(when)
-            if half_life:
-                hit["score"] = float(hit["score"]) * recency_weight(when, day, half_life)
-        if half_life:
-            hits.sort(key=lambda h: h["score"], reverse=True)
-    return hits[:top_k]
+    ranked.add_relevance(text, hits)
+    if min_relevance:
+        hits = [hit for hit in hits if hit["relevance"] >= min_relevance]
+    return hits
 
 
-async def _in_window(ms: MemSearch, text: str, window: Window, fetch: int, base: str) -> list[dict[str, Any]]:
+async def _in_window(ms: MemSearch, text: str, window: Window, wanted: int, base: str) -> Ranked:
     """The hybrid search over the chunks of ``window``'s days (see the module docstring)."""
-    sources = sources_in_window(ms._indexed_sources(), window)
+    indexed = ms._search_store().indexed_sources()
+    sources = sources_in_window(indexed, window)
     if not sources:
-        return []
-    if len(sources) <= MAX_IN_FILTER:
-        return list(await ms._hybrid(text, top_k=fetch, filter_expr=_and(base, _sources_filter(sources))))
-    wanted = set(sources)
-    hits = await ms._hybrid(text, top_k=min(fetch * OVER_FETCH, MAX_FETCH), filter_expr=base)
-    return [h for h in hits if h["source"] in wanted][:fetch]
+        return Ranked([])
+    if len(sources) == len(indexed):
+        return await hybrid(ms, text, wanted=wanted, filters=(base,))  # every file: no filter
+    parts = [sources[i : i + MAX_IN_FILTER] for i in range(0, len(sources), MAX_IN_FILTER)]
+    return await hybrid(ms, text, wanted=wanted, filters=[_and(base, _sources_filter(p)) for p in parts])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import functools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,13 +47,13 @@ class Window:
         return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
 
     def timestamps(self) -> tuple[float | None, float | None]:
-        """``[start, end)`` as epoch seconds of local midnights (for file modification times)."""
-
-        def midnight(day: dt.date) -> float:
-            return dt.datetime.combine(day, dt.time()).timestamp()
-
-        start = midnight(self.since) if self.since else None
-        end = midnight(self.until + dt.timedelta(days=1)) if self.until else None
+        """``[start, end)`` as epoch seconds of local midnights (for file modification times); None
+        for an open end. A window may reach the calendar's ends (``--until 9999-12-31``): an end
+        the platform's clock cannot name is infinite, never an error."""
+        start = _midnight(self.since) if self.since else None
+        end = None
+        if self.until and self.until < dt.date.max:  # the day after 9999-12-31 is no day: open
+            end = _midnight(self.until + dt.timedelta(days=1))
         return start, end
 
     def to_dict(self) -> dict[str, str | None]:
@@ -66,6 +67,16 @@ class Window:
         first = self.since.isoformat() if self.since else "…"
         last = self.until.isoformat() if self.until else "…"
         return first if first == last else f"{first}..{last}"
+
+
+def _midnight(day: dt.date) -> float:
+    """The local midnight starting ``day``, in epoch seconds; minus or plus infinity for a day
+    before or after what ``mktime`` can express (year 1 in a zone east of UTC, far years on a
+    32-bit clock): every file time then falls on the same side of it as of the day itself."""
+    try:
+        return dt.datetime.combine(day, dt.time()).timestamp()
+    except (OverflowError, ValueError, OSError):
+        return -math.inf if day.year < 1970 else math.inf
 
 
 def local_today() -> dt.date:
@@ -89,15 +100,24 @@ def _month(year: int, month: int) -> Window:
     return Window(dt.date(year, month, 1), dt.date(year, month, calendar.monthrange(year, month)[1]))
 
 
+def _month_back(day: dt.date, n: int) -> tuple[int, int]:
+    """(year, month) ``n`` months before ``day``'s; OverflowError outside the calendar's years, as
+    ``date`` arithmetic raises (every day out of range is an OverflowError here: ``parse_day``
+    and the phrase table tell it from a malformed day that way)."""
+    index = day.year * 12 + day.month - 1 - n
+    year, month = index // 12, index % 12 + 1
+    if not dt.MINYEAR <= year <= dt.MAXYEAR:
+        raise OverflowError("date value out of range")
+    return year, month
+
+
 def _months_back(today: dt.date, n: int) -> Window:
-    index = today.year * 12 + today.month - 1 - n
-    return _month(index // 12, index % 12 + 1)
+    return _month(*_month_back(today, n))
 
 
 def _shift_months(day: dt.date, n: int) -> dt.date:
     """The same day ``n`` months earlier (the month's last day when it has fewer days)."""
-    index = day.year * 12 + day.month - 1 - n
-    year, month = index // 12, index % 12 + 1
+    year, month = _month_back(day, n)
     return dt.date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
 
 
@@ -349,8 +369,8 @@ def _find(text: str, today: dt.date) -> tuple[re.Match[str], Window] | None:
                 continue
             try:
                 window = rule(match, today)
-            except (ValueError, KeyError):
-                continue  # "十三月", "Feb 30": words, not a day
+            except (ValueError, KeyError, OverflowError):
+                continue  # "十三月", "Feb 30", a week past 9999-12-31: words, not a day
             best = (match, window)
     return best
 
@@ -401,6 +421,11 @@ def parse_day(
     text = " ".join(str(value).split())
     try:
         return _parse_text(text, today, end)
+    except OverflowError:  # a well-formed value whose day the calendar does not have
+        raise InvalidDateError(
+            f"{str(value)!r} is out of range: days run from {dt.date.min} to {dt.date.max}",
+            hint="give a nearer day, or leave the bound out to search without it",
+        ) from None
     except (ValueError, KeyError):
         pass
     raise InvalidDateError(f"not a day: {str(value)!r}", hint=f"use one of: {DAY_FORMS}")

@@ -7,7 +7,9 @@ them, under ``~/.memsearch/written/`` (a private 0700 folder; nothing in a proje
 - the conversation files its journal anchors name, per memory folder: a maintenance model may look
   up only those (an anchor-shaped comment in a shipped journal can name any file on the disk);
 - the SKILL.md files it installed and which version: ``skills install`` replaces only those
-  without ``--force`` (a shipped ``meta.json`` can claim any skill of the user's as its own).
+  without ``--force`` (a shipped ``meta.json`` can claim any skill of the user's as its own);
+- the memory folders its journal writer wrote into (every host's capture, the MCP ``remember``
+  tool): the projects on this machine, which ``memsearch ui --all`` shows.
 
 Each record is a text file, one entry a line, appended under a lock. Losing it costs convenience
 only: a lookup is refused, an update needs ``--force`` (and then keeps a backup).
@@ -24,7 +26,9 @@ from memsearch.files import exclusive, replaced
 
 __all__ = [
     "forget_transcripts",
+    "memory_folders",
     "record_install",
+    "record_memory_folder",
     "record_transcripts",
     "recorded_install",
     "recorded_transcripts",
@@ -33,6 +37,7 @@ __all__ = [
 #: The most bytes read from one record (far beyond years of anchors).
 _MAX_RECORD_BYTES = 16 * 1024 * 1024
 _INSTALLS = "skill-installs.txt"
+_MEMORY_FOLDERS = "memory-folders.txt"
 
 
 def _folder() -> Path:
@@ -154,3 +159,17 @@ def recorded_install(target: Path) -> frozenset[str]:
         if where == path:
             found.add(digest)
     return frozenset(found)
+
+
+def record_memory_folder(memory_dir: Path) -> None:
+    """Remember that memsearch wrote a journal into ``memory_dir``. Never raises."""
+    path = _resolved(str(memory_dir))
+    if path:
+        with contextlib.suppress(OSError):
+            _append(_folder() / _MEMORY_FOLDERS, [path])
+
+
+def memory_folders() -> list[Path]:
+    """The memory folders memsearch wrote journals into that still exist, in the order first
+    written."""
+    return [Path(line) for line in _read_lines(_folder() / _MEMORY_FOLDERS) if os.path.isdir(line)]

@@ -3,6 +3,7 @@ the outcome in the state file; a failure is recorded, never raised."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,6 +72,24 @@ def run_tasks(
     return outcomes
 
 
+def _log_call(run: TaskRun, prompt: str, answer: str | None, started: float) -> None:
+    """The task's model call in the recall log (tokens, never text)."""
+    from memsearch.agent.recall_log import record_llm
+
+    ctx = run.ctx
+    record_llm(
+        ctx.config,
+        ctx.collection,
+        f"maintenance:{run.task.name}",
+        run.settings.provider or "native",
+        prompt,
+        answer,
+        time.monotonic() - started,
+        host=ctx.platform.name,
+        env=ctx.env,
+    )
+
+
 def _run_one(
     ctx: HookContext, task: Task, state: dict[str, dict[str, Any]], *, force: bool, explicit: bool, ask: Asker
 ) -> Outcome:
@@ -87,8 +106,19 @@ def _run_one(
         return Outcome(task.name, "skip", why)
     stamp = input_stamp(input_dir, root)
     run = TaskRun(task, ctx, settings, input_dir, output, digest)
+    prompts: list[str] = []
+
+    def prompt_for(tools: bool, limit: int) -> str:
+        prompts.append(build_prompt(run, tools=tools, limit=limit))
+        return prompts[-1]
+
+    started = time.monotonic()
+    raw: str | None = None
     try:
-        raw = ask(run, lambda tools, limit: build_prompt(run, tools=tools, limit=limit))
+        try:
+            raw = ask(run, prompt_for)
+        finally:
+            _log_call(run, "".join(prompts[-1:]), raw, started)
         outcome = task.apply(run, parse_answer(raw, task.answer_key))
     except Exception as exc:  # recorded and retried later; a maintenance failure never escapes
         detail = exc.one_line() if isinstance(exc, MemSearchError) else f"{type(exc).__name__}: {exc}"

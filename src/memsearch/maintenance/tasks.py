@@ -117,10 +117,18 @@ def _apply_file(run: TaskRun, answer: Mapping[str, Any]) -> Outcome:
             f"{MAX_OUTPUT_CHARS:,} are accepted)."
         )
     from memsearch import redact
+    from memsearch.maintenance.history import record_run
 
-    text = redact.current(run.ctx.config, run.ctx.env).text(content, "maintenance").strip() + "\n"
-    if read_text(run.output, root_of(run.ctx, run.output)) == text:
+    redactor = redact.current(run.ctx.config, run.ctx.env)
+    text = redactor.text(content, "maintenance").strip() + "\n"
+    before = read_text(run.output, root_of(run.ctx, run.output))
+    if before == text:
         return Outcome(run.task.name, "none", reason or "the new text is the same as the old")
+    # recorded first (for review: keep or revert), so no rewrite ever goes unrecorded; the text
+    # before is kept as memsearch keeps any text: without private spans and secrets
+    ctx = run.ctx
+    kept = redactor.text(before, "maintenance")
+    record_run(ctx.memsearch_dir, run.task.name, ctx.platform.name, run.output, kept, text, reason)
     write_text(run.output, text)
     return Outcome(run.task.name, "replace", reason, (str(run.output),))
 

@@ -53,20 +53,42 @@ def compact_schema(schema: Any) -> Any:
     return out
 
 
+def clean_description(doc: str | None) -> str:
+    """A tool's docstring as sent to the model: one line per paragraph. The source's indentation
+    (8 spaces a line) and its line wrapping are whitespace a host pays for with every request
+    (docs/mcp.md counts it)."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(doc or "").split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
+
+
 def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
     """An ``MCPServer`` with the five tools and the resources of ``tools.scope``."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp.types import Tool, ToolAnnotations
 
+    from memsearch.mcp.failures import failure_text
     from memsearch.mcp.resources import resource_readers
     from memsearch.version import package_version
 
     class CompactServer(MCPServer):
-        """Tool schemas are sent with every request a host makes: list them compact."""
+        """Tool schemas are sent with every request a host makes: list them compact. A failed
+        call answers one ``Error: ...`` line with a hint (``memsearch.mcp.failures``)."""
 
         async def list_tools(self) -> list[Tool]:
             listed = await super().list_tools()
             return [t.model_copy(update={"input_schema": compact_schema(t.input_schema)}) for t in listed]
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise  # a crash: the SDK's generic line, nothing of its text sent
+            except ToolError as exc:
+                schemas = {tool.name: tool.input_schema for tool in await super().list_tools()}
+                raise ToolError(failure_text(name, exc, schemas)) from exc.__cause__
 
     server: MCPServer = CompactServer(
         name="memsearch", version=package_version(), instructions=_INSTRUCTIONS, log_level="WARNING"
@@ -74,13 +96,16 @@ def build_server(tools: MemoryTools, budget: Budget) -> MCPServer:
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     from memsearch.mcp.recall import logged
 
+    def add(fn: Any, annotations: ToolAnnotations) -> None:
+        description = clean_description(fn.__doc__)
+        server.add_tool(fn, description=description, annotations=annotations, structured_output=False)
+
     for fn in (tools.search, tools.expand, tools.transcript):  # token budget, recall log
-        server.add_tool(logged(fn, tools.scope), annotations=read_only, structured_output=False)
-    server.add_tool(tools.stats, annotations=read_only, structured_output=False)
-    server.add_tool(
+        add(logged(fn, tools.scope), read_only)
+    add(tools.stats, read_only)
+    add(
         tools.remember,
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
-        structured_output=False,
+        ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
     )
     for uri, (description, reader) in resource_readers(tools.scope, budget).items():
         server.resource(uri, description=description, mime_type="text/markdown")(reader)
@@ -110,21 +135,10 @@ def token_file() -> Path:
 
 
 def http_token() -> str:
-    """The token of :func:`token_file`, made now if there is none (or it is not a private file of
-    ours: then it is replaced, never trusted)."""
-    import secrets
+    """The token of :func:`token_file`, made now if there is none (``memsearch.private.token``)."""
+    from memsearch.private import token
 
-    from memsearch.private import read_private, write_private
-
-    path = token_file()
-    try:
-        token = read_private(path, limit=256).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        token = ""
-    if len(token) < 32:
-        token = secrets.token_urlsafe(32)
-        write_private(path, token + "\n")
-    return token
+    return token(token_file().name)
 
 
 def require_token(app: Any, token: str) -> Any:
@@ -156,8 +170,8 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
     import sys
 
     import anyio
-    import uvicorn
 
+    from memsearch.mcp import http_limits as limits
     from memsearch.mcp.tools import MemoryTools
 
     listening = _listen(port)  # before anything else: a taken port is one Error line, not a log
@@ -166,7 +180,7 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
     try:
         server = build_server(MemoryTools(scope, memory, budget), budget)
         app = require_token(server.streamable_http_app(host="127.0.0.1"), token)
-        config = uvicorn.Config(app, log_level="warning")
+        config = limits.config(app)  # connections and the time to send a request, bounded
         print(
             f"memsearch mcp: serving http://127.0.0.1:{port}/mcp "
             f"(send Authorization: Bearer <the token in {token_file()}>)",
@@ -177,7 +191,7 @@ def run_http(scope: McpScope, budget: Budget, port: int) -> None:
         # a quiet one, so the memory below is closed (the store handed on) and the exit code is 0.
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, lambda *_: None)
-        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[listening]))
+        anyio.run(limits.serve, config, listening)
     finally:
         memory.close()
         listening.close()

@@ -47,6 +47,14 @@ ChunkHash = Annotated[
 ]
 
 
+#: What ``search`` and ``expand`` answer in a project with nothing indexed yet: a result, not an
+#: error (nothing went wrong; there is no memory to read).
+NO_MEMORY_YET = (
+    "No memory yet: nothing of this project is indexed (its memory folder holds no notes). The "
+    "remember tool writes one; sessions with a memsearch plugin add their journals as they run."
+)
+
+
 class MemoryTools:
     """The tools of one server. Store operations run on a worker thread, one at a time: the
     memory's calls block (a routed call waits on a socket, an owned one on Milvus Lite), and the
@@ -78,6 +86,20 @@ class MemoryTools:
         except MemSearchError as exc:
             raise ToolError(f"Error: {exc.one_line()}") from None
 
+    async def _read_index(self, fn: Callable[[], T]) -> T | None:
+        """:meth:`_call` for a read of the index; None when nothing of this project was ever
+        indexed (the store has no collection for it), which ``search`` and ``expand`` answer with
+        :data:`NO_MEMORY_YET`, a result: nothing went wrong."""
+        from memsearch.errors import CollectionNotFoundError
+
+        def read() -> T | None:
+            try:
+                return fn()
+            except CollectionNotFoundError:
+                return None
+
+        return await self._call(read)
+
     def shown(self, source: str) -> str:
         """A source path as the model sees it: relative to the project when inside it."""
         try:
@@ -104,25 +126,37 @@ class MemoryTools:
     ) -> str:
         """Search this project's long-term memory (past sessions' journals and notes) by meaning
         and keywords. Use it before answering questions about earlier work, decisions, bugs,
-        preferences or anything "we did before". Returns short snippets with a chunk hash each;
-        call expand with a hash to read the full section. A time phrase in the query ("last
-        week", "yesterday", "上周") limits the hits to those days; since/until set them instead."""
+        preferences or anything "we did before". Returns short snippets with a chunk hash each,
+        only those that match strongly (relevance 0-1 shown); call expand with a hash to read the
+        full section. A time phrase in the query ("last week", "yesterday", "上周") limits the hits
+        to those days; since/until set them instead. "No strong match" means memory holds nothing
+        on it: answer without memory, do not search again with other words."""
         prefix = self._prefix(source_prefix)
         memory = self.memory
-        half_life = self.scope.config.search.recency_half_life or None
-        hits = await self._call(
+        config = self.scope.config.search
+        hits = await self._read_index(
             lambda: memory.search(
                 query,
                 top_k=top_k,
                 source_prefix=prefix,
                 since=since,
                 until=until,
-                recency_half_life=half_life,
+                recency_half_life=config.recency_half_life or None,
             )
         )
+        if hits is None:
+            return NO_MEMORY_YET
         if not hits:
             return "No memory matches. Try other words, a wider date range, or no source_prefix."
-        return self._render_hits(hits)
+        strong = [hit for hit in hits if hit["relevance"] >= config.min_relevance]
+        if not strong:
+            best = max(hit["relevance"] for hit in hits)
+            return (
+                f"No strong match in memory: the best hit has relevance {best:.2f}, under the floor "
+                f"of {config.min_relevance:.2f}. This project's memory holds nothing on it; answer "
+                "without memory (other words will not find it)."
+            )
+        return self._render_hits(strong)
 
     async def expand(
         self,
@@ -135,7 +169,9 @@ class MemoryTools:
         snippet looks relevant and you need the details. When the section came from an agent
         session, the answer names its transcript and turn for the transcript tool."""
         memory = self.memory
-        result = await self._call(lambda: memory.expand(chunk_hash, section=section))
+        result = await self._read_index(lambda: memory.expand(chunk_hash, section=section))
+        if result is None:
+            return NO_MEMORY_YET
         source = self.shown(result.source)
         head = [f"Source: {source} (lines {result.start_line}-{result.end_line})"]
         if result.heading:
@@ -219,6 +255,7 @@ class MemoryTools:
         """Write a note to this project's memory (today's journal), where every later session,
         this agent's or another's, can find it with search. Use it when the user asks you to
         remember something, or for a decision or finding worth keeping beyond this session."""
+        from memsearch.engine.expand import REMEMBER_ANCHOR
         from memsearch.engine.journal import JournalEntry, append_entry
 
         bullets = [line for line in note.splitlines() if line.strip()]
@@ -227,7 +264,8 @@ class MemoryTools:
         scope, memory = self.scope, self.memory
 
         def write() -> tuple[Path, int] | None:
-            result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets))
+            # the anchor says who wrote the entry (the console's timeline names it), no conversation
+            result = append_entry(scope.memory_dir, JournalEntry(bullets=bullets, anchor=REMEMBER_ANCHOR))
             if not result.written:  # nothing left once the private spans were taken out
                 return None
             return result.path, memory.index_file(result.path)
@@ -287,7 +325,7 @@ class MemoryTools:
             day = " ".join(str(hit.get(k) or "") for k in ("date", "time")).strip() or _hit_day(hit["source"])
             meta = f"[{i}] {source}:{hit.get('start_line', '?')}-{hit.get('end_line', '?')}"
             meta += f" | {day}" if day else ""
-            meta += f" | score {hit['score']:.3f} | chunk_hash {hit['chunk_hash']}"
+            meta += f" | relevance {hit['relevance']:.2f} | chunk_hash {hit['chunk_hash']}"
             if hit.get("heading"):
                 meta += f"\nHeading: {' '.join(str(hit['heading']).split())[:200]}"
             block = f"{meta}\n{frame(self.budget.snippet(hit['content']), source)}"

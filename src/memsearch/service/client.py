@@ -320,11 +320,12 @@ def connect(uri: str) -> ServiceClient | None:
 UNTRUSTED = "untrusted"
 
 
-def probe(uri: str) -> ServiceClient | str | None:
+def probe(uri: str, *, anyway: bool = False) -> ServiceClient | str | None:
     """:func:`connect`, telling apart why there is no client: None when no service runs (this
     process may become the owner), :data:`UNTRUSTED` when the run files are unsafe or broken (it
-    must not: it opens the store without serving it)."""
-    if no_service():
+    must not: it opens the store without serving it). ``anyway``: look even under
+    ``MEMSEARCH_NO_SERVICE`` (a direct run whose store a service took meanwhile)."""
+    if no_service() and not anyway:
         return None
     paths = service_paths(uri)
     try:

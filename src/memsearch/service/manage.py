@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memsearch.errors import MemSearchError, ServiceError, ServiceTimeoutError
+from memsearch.errors import MemSearchError, ServiceError, ServiceRequestError, ServiceTimeoutError
 from memsearch.files import lock_is_held
 from memsearch.service.client import CONNECT_TIMEOUT, ServiceClient
 from memsearch.service.paths import (
@@ -252,24 +252,37 @@ class StopOutcome:
     successor: int | None = None
 
 
-def ask_to_stop(service: RunningService) -> MemSearchError | None:
+def ask_to_stop(service: RunningService, *, end_watches: bool = False) -> MemSearchError | None:
     """Send ``stop`` to a running service; the error that prevented it (None once it agreed or was
-    already stopping). A program's service refuses (``ServiceStopRefusedError``)."""
+    already stopping). A program's service refuses (``ServiceStopRefusedError``). ``end_watches``:
+    the ``watch`` commands using it end too, instead of taking the store over (a service of an
+    earlier memsearch, which knows no such argument, is asked to stop as it understands)."""
     if service.state == "stopping":
         return None
     if service.state != "running":
         return _not_answering(service)
+    client = ServiceClient(service.paths)
     try:
-        ServiceClient(service.paths).request("stop", {}, {}, timeout=CONNECT_TIMEOUT)
+        client.request("stop", {}, {"watches": True} if end_watches else {}, timeout=CONNECT_TIMEOUT)
+    except ServiceRequestError:
+        try:
+            client.request("stop", {}, {}, timeout=CONNECT_TIMEOUT)
+        except MemSearchError as exc:
+            return exc
     except MemSearchError as exc:
         return exc
     return None
 
 
-def stop_services(services: list[RunningService], timeout: float = STOP_TIMEOUT) -> list[StopOutcome]:
-    """Ask every one of ``services`` to stop, then wait (at most ``timeout`` seconds in all) until
-    each has let its store go; one outcome per service, in order."""
-    errors: dict[int, MemSearchError | None] = {i: ask_to_stop(s) for i, s in enumerate(services)}
+def stop_services(
+    services: list[RunningService], timeout: float = STOP_TIMEOUT, *, end_watches: bool = False
+) -> list[StopOutcome]:
+    """Ask every one of ``services`` to stop (``end_watches``: :func:`ask_to_stop`), then wait (at
+    most ``timeout`` seconds in all) until each has let its store go; one outcome per service, in
+    order."""
+    errors: dict[int, MemSearchError | None] = {
+        i: ask_to_stop(s, end_watches=end_watches) for i, s in enumerate(services)
+    }
     pending = {i for i, error in errors.items() if error is None}
     successors: dict[int, int | None] = {}
     deadline = time.monotonic() + timeout
@@ -285,6 +298,38 @@ def stop_services(services: list[RunningService], timeout: float = STOP_TIMEOUT)
     for i in pending:
         errors[i] = _did_not_stop(services[i], timeout)
     return [StopOutcome(s, errors[i], successors.get(i)) for i, s in enumerate(services)]
+
+
+#: Times ``stop_all`` looks again for services that took a store over while it stopped the others.
+STOP_ALL_ROUNDS = 3
+
+
+def stop_all(home: Path | None = None) -> list[StopOutcome]:
+    """Stop every service of this user, their watches with them (``memsearch service stop --all``),
+    then any that took a store over meanwhile (a ``watch`` of an earlier memsearch, one a hook
+    started on demand): each asked once. What is left is in the outcomes with its reason: a
+    program holding its store refuses, and a service still appearing after
+    :data:`STOP_ALL_ROUNDS` rounds is named as such."""
+    outcomes: list[StopOutcome] = []
+    asked: set[tuple[str, int | None]] = set()
+    for _ in range(STOP_ALL_ROUNDS):
+        services = [s for s in list_services(home) if (s.store, s.pid) not in asked]
+        if not services:
+            return outcomes
+        asked |= {(s.store, s.pid) for s in services}
+        outcomes += stop_services(services, end_watches=True)
+    for service in list_services(home):
+        if (service.store, service.pid) not in asked:
+            outcomes.append(StopOutcome(service, _kept_coming(service)))
+    return outcomes
+
+
+def _kept_coming(service: RunningService) -> ServiceError:
+    return ServiceError(
+        f"{service.describe()} took the store over while the others stopped ({STOP_ALL_ROUNDS} rounds)",
+        hint="something keeps starting memory services (an agent's hooks, a script): stop that, then "
+        "run `memsearch service stop --all` again",
+    )
 
 
 def _released(service: RunningService) -> tuple[bool, int | None]:

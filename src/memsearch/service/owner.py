@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -36,6 +37,7 @@ from memsearch.errors import (
     ServiceGoneError,
     ServiceRunningError,
     ServiceUnavailableError,
+    StoreLockedError,
 )
 from memsearch.files import lock_is_held
 from memsearch.service.client import UNTRUSTED, ServiceClient, no_service, probe, warn_once
@@ -216,12 +218,41 @@ async def perform(
                     raise
                 spawn = None  # take the store over here rather than start yet another service
                 time.sleep(0.02)
-    work = getattr(holder, op.here)(**args)
-    if not op.embeds:
-        return work
-    if not driven:
-        return await work
-    return _run_alone(work)
+    try:
+        work = getattr(holder, op.here)(**args)
+        if not op.embeds:
+            return work
+        return _run_alone(work) if driven else await work
+    except StoreLockedError:
+        client = _taken_over(holder, op)
+        if client is None:
+            raise
+        return op.ask(client, holder._request_settings(), args)
+
+
+def _taken_over(holder: Holder, op: Operation) -> ServiceClient | None:
+    """The memory service that took ``holder``'s store while ``op`` worked here, when ``op``
+    hands its work over (``Operation.hands_over``): a direct index (``MEMSEARCH_NO_SERVICE``)
+    embeds everything into the cache before it opens the store, and a ``serve`` started meanwhile
+    holds the store by then; that service stores the run from the cache (nothing is embedded
+    twice) instead of the run ending with nothing stored. None: the holder is not such a service
+    (it is waited for, then named, as before)."""
+    if not op.hands_over or not getattr(holder, "_routed", False) or not is_lite(holder._uri):
+        return None  # (an owner's engine, or a store no service can hold)
+    found = probe(holder._uri, anyway=True)
+    if not isinstance(found, ServiceClient):
+        return None
+    try:
+        pid = found.ping().get("pid")
+    except MemSearchError:  # it is going away as well: the run's error stands
+        return None
+    if pid == os.getpid():  # this process serves the store: something else holds the database
+        return None
+    warn_once(
+        f"the memory service for {found.paths.store} (pid {pid or '?'}) took the store while this run "
+        "worked; the run is handed to it (what was embedded here is taken from the embedding cache)"
+    )
+    return found
 
 
 def _run_alone(work: Coroutine[Any, Any, Any]) -> Any:

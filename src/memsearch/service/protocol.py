@@ -154,10 +154,11 @@ def too_large() -> ServiceRequestError:
 
 #: The service's own requests, beside the memory's operations (``memsearch.engine.operations``, by their
 #: request name): op -> {argument: its types}. ``stop`` stops as if idle (``memsearch service stop``,
-#: the cap on services started on demand); a program's own service refuses.
+#: the cap on services started on demand), with ``watches`` its watch sessions too (``--all``); a
+#: program's own service refuses.
 SERVICE_ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "ping": {},
-    "stop": {},
+    "stop": {"watches": (bool,)},
     "watch": {"debounce_ms": (int, type(None))},
 }
 
@@ -202,7 +203,11 @@ def parse_request(line: bytes) -> dict[str, Any]:
         else:
             for name, value in args.items():
                 types = SERVICE_ARGS[op].get(name)
-                if types is None or not isinstance(value, types) or isinstance(value, bool):
+                if (
+                    types is None
+                    or not isinstance(value, types)
+                    or isinstance(value, bool) != (bool in types)
+                ):
                     raise InvalidArgumentError(
                         f"argument {name!r} of {op!r} is unknown or has the wrong type"
                     )

@@ -49,7 +49,7 @@ from memsearch.service.protocol import (
     send,
     too_large,
 )
-from memsearch.service.sessions import watch_session
+from memsearch.service.sessions import end_all, watch_session
 
 if TYPE_CHECKING:
     import asyncio
@@ -144,7 +144,8 @@ class MemoryService:
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
         self._wake = threading.Event()  # set with either of the two above: wait() looks at once
-        self._sessions: set[socket.socket] = set()
+        self._sessions: dict[socket.socket, Callable[[dict[str, Any]], bool]] = {}  # -> tell()
+        self.ending_watches = False  # asked to stop by `service stop --all`: the watches end too
         self._sessions_lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._accept_thread: threading.Thread | None = None
@@ -343,9 +344,11 @@ class MemoryService:
             if stat.S_ISSOCK(os.lstat(self.paths.socket).st_mode):
                 self.paths.socket.unlink()
 
-    def retire(self) -> None:
+    def retire(self, *, end_watches: bool = False) -> None:
         """Stop as if idle: the socket goes now (no new client finds this service), :meth:`wait`
-        returns, and :meth:`stop` then lets the requests in flight finish. What the ``stop`` op does."""
+        returns, and :meth:`stop` then lets the requests in flight finish. What the ``stop`` op does;
+        ``end_watches``: the watches using it end too, rather than take the store over."""
+        self.ending_watches = self.ending_watches or end_watches
         with self._activity.lock:
             self._unlink_socket()
             self._leaving.set()
@@ -353,12 +356,8 @@ class MemoryService:
         logger.info("asked to stop")
 
     def end_sessions(self) -> None:
-        """End every watch session: its watcher stops, its client sees the connection close."""
-        with self._sessions_lock:
-            sessions = list(self._sessions)
-        for conn in sessions:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+        """End every watch session (``memsearch.service.sessions.end_all``)."""
+        end_all(self)
 
     def stop(self) -> None:
         """Stop listening, close every store, and release the run files."""
@@ -572,7 +571,7 @@ class MemoryService:
                 hint="close the MemSearch in that program, or end the program; "
                 "`memsearch service stop` stops only serve, on-demand and watch services",
             )
-        self.retire()
+        self.retire(end_watches=_args.get("watches") is True)
         return {"pid": os.getpid(), "store": self.paths.store, "owner": self.owner}
 
     def _on_engine(self, op: Op) -> Callable[[MemSearch | None, dict[str, Any], dict[str, str]], Any]:

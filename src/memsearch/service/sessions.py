@@ -8,6 +8,7 @@ one-answer requests of ``server``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import socket
 import threading
@@ -46,7 +47,7 @@ def watch_session(service: MemoryService, conn: socket.socket, request: dict[str
         service._beat.send = None
     tell({"ok": True, "result": dataclasses.asdict(report)})
     with service._sessions_lock:
-        service._sessions.add(conn)
+        service._sessions[conn] = tell
 
     def on_event(kind: str, summary: str, path: Path) -> None:
         tell({"event": kind, "summary": summary, "path": str(path)})
@@ -69,4 +70,21 @@ def watch_session(service: MemoryService, conn: socket.socket, request: dict[str
     finally:
         watcher.stop()
         with service._sessions_lock:
-            service._sessions.discard(conn)
+            service._sessions.pop(conn, None)
+
+
+#: What a watch's client is told before its session ends when the service was asked to stop with
+#: its watches (``memsearch service stop --all``): end, rather than take the store over.
+ENDED = {"ended": "the memory service was stopped with its watches (memsearch service stop --all)"}
+
+
+def end_all(service: MemoryService) -> None:
+    """End every watch session: its watcher stops, its client sees the connection close (after
+    :data:`ENDED`, when the service's watches are to end with it)."""
+    with service._sessions_lock:
+        sessions = list(service._sessions.items())
+    for conn, tell in sessions:
+        if service.ending_watches:
+            tell(ENDED)
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)

@@ -25,6 +25,7 @@ Statuses (:attr:`Candidate.status`):
 ``pending``   never installed: waiting for review.
 ``installed`` the current version is what was last installed.
 ``changed``   installed once, but the candidate has changed since: an update waits for review.
+``rejected``  this version was turned down (``skills reject``); a revised one waits again.
 
 Import cost: standard library only (the session-start hook calls :func:`candidates_hint`).
 
@@ -61,13 +62,14 @@ from memsearch.skills.names import (
 from memsearch.skills.repo import GIT_AUTHOR
 from memsearch.skills.store import (
     STATUSES,
+    WAITING,
     Candidate,
     candidates_hint,
     candidates_root,
     list_candidates,
     read_candidate,
 )
-from memsearch.skills.write import WriteResult, decode_body, write_candidate
+from memsearch.skills.write import WriteResult, decode_body, reject_candidate, write_candidate
 
 __all__ = [
     "CANDIDATES_DIRNAME",
@@ -78,6 +80,7 @@ __all__ = [
     "META_FILE",
     "SKILL_FILE",
     "STATUSES",
+    "WAITING",
     "Candidate",
     "InstallResult",
     "InstallState",
@@ -92,6 +95,7 @@ __all__ = [
     "install_states",
     "list_candidates",
     "read_candidate",
+    "reject_candidate",
     "render_skill_md",
     "slugify",
     "split_front_matter",

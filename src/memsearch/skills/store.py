@@ -24,7 +24,9 @@ from memsearch.skills.names import (
 )
 
 #: Statuses a candidate can have, in the order ``skills list`` explains them.
-STATUSES = ("pending", "installed", "changed")
+STATUSES = ("pending", "installed", "changed", "rejected")
+#: The statuses that wait for a person's review (the session-start hint counts them).
+WAITING = ("pending", "changed")
 
 
 def candidates_root(memsearch_dir: Path) -> Path:
@@ -72,7 +74,7 @@ class Candidate:
             "description": self.description,
             "path": str(self.path),
             "status": self.status,
-            "pending_install": self.status != "installed",
+            "pending_install": self.status in WAITING,
             "pending_reason": {"pending": "new", "changed": "updated"}.get(self.status),
             "occurrences": self.occurrences,
             "sources": list(self.sources),
@@ -96,6 +98,8 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
     "installed_at": str,
     "content_hash": str,
     "installed_hash": str,
+    "rejected_hash": str,
+    "rejected_at": str,
     "occurrences": (int, type(None)),
     "sources": list,
     "installs": dict,
@@ -133,7 +137,7 @@ def parse_meta(skill_dir: Path, data: bytes) -> dict[str, Any]:
     for key, kind in _META_TYPES.items():
         if key in meta and (not isinstance(meta[key], kind) or isinstance(meta[key], bool)):
             raise _bad_meta(skill_dir, f'"{key}" has the wrong type')
-    for key in ("content_hash", "installed_hash"):
+    for key in ("content_hash", "installed_hash", "rejected_hash"):
         if meta.get(key) and not _DIGEST.fullmatch(meta[key]):
             raise _bad_meta(skill_dir, f'"{key}" is not a gitblob hash')
     for path, digest in (meta.get("installs") or {}).items():
@@ -172,8 +176,13 @@ def _installs(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 def _status(meta: Mapping[str, Any], data: bytes) -> str:
     installed_hash = str(meta.get("installed_hash") or "")
+    if installed_hash and same_version(installed_hash, data):
+        return "installed"
+    rejected_hash = str(meta.get("rejected_hash") or "")
+    if rejected_hash and same_version(rejected_hash, data):
+        return "rejected"  # this version was turned down; a revised one waits for review again
     if installed_hash:
-        return "installed" if same_version(installed_hash, data) else "changed"
+        return "changed"
     # Installed by an older tool that kept no hash: which version is out there is unknown.
     if meta.get("status") == "installed" or meta.get("installed_paths"):
         return "changed"
@@ -259,7 +268,7 @@ def candidates_hint(memsearch_dir: Path) -> str:
     """One line for session start when candidates wait for review ("" when none). Never raises:
     a hint must not break a session."""
     try:
-        waiting = [c for c in list_candidates(memsearch_dir) if c.status != "installed"]
+        waiting = [c for c in list_candidates(memsearch_dir) if c.status in WAITING]
     except Exception:  # a damaged store must not break session start
         return ""
     if not waiting:

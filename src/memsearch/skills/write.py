@@ -26,7 +26,7 @@ from memsearch.skills.repo import (
     write_meta,
     write_text,
 )
-from memsearch.skills.store import candidates_root, read_meta, read_skill_bytes
+from memsearch.skills.store import candidates_root, read_candidate, read_meta, read_skill_bytes
 
 
 @dataclass(frozen=True)
@@ -128,3 +128,26 @@ def write_candidate(
         write_meta(skill_dir, meta)
         commit = commit_all(root, message)
     return WriteResult(slug, "updated" if existed else "created", commit)
+
+
+def reject_candidate(memsearch_dir: Path, name: str) -> str:
+    """Turn down the current version of candidate ``name``: it stops waiting for review (and the
+    session-start hint stops counting it) until the distiller revises it. Recorded in its
+    ``meta.json`` (``rejected_hash``: the version turned down), one commit, so ``git revert`` or
+    installing it anyway undoes it. Returns the slug."""
+    memsearch_dir = Path(memsearch_dir)
+    root = candidates_root(memsearch_dir)
+    with file_errors(f"reject the skill candidate {name}"), store_lock(memsearch_dir):
+        candidate = read_candidate(memsearch_dir, name)
+        ensure_repo(root)
+        keep_manual_edits(root, f"Reject candidate {candidate.slug}")
+        skill_dir = candidate.path.parent
+        data = read_skill_bytes(skill_dir)
+        if data is None:
+            raise SkillMetaError(f"{candidate.path} is not a regular file of the store; nothing was rejected")
+        meta = read_meta(skill_dir)
+        meta["rejected_hash"] = content_hash(data)
+        meta["rejected_at"] = utc_now()
+        write_meta(skill_dir, meta)
+        commit_all(root, f"Reject candidate {candidate.slug}")
+    return candidate.slug

@@ -10,7 +10,8 @@ driver interface (:class:`~memsearch.store.driver.StoreDriver`).
 The package is split along those parts; this module re-exports their public names, so
 ``from memsearch.store import ...`` keeps working:
 
-- :mod:`~memsearch.store.milvus`: ``MilvusStore`` (schema, writes, the search legs, queries);
+- :mod:`~memsearch.store.milvus`: ``MilvusStore`` (schema, writes, queries);
+- :mod:`~memsearch.store.searching`: its search part: the legs, their candidates, the one fusion;
 - :mod:`~memsearch.store.connect`: opening Milvus Lite (waiting for a held database) or a server;
 - :mod:`~memsearch.store.driver`: the typed driver interface, and pymilvus' client adapted to it;
 - :mod:`~memsearch.store.lite`: Milvus Lite in this process, the one package that reads

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsearch import errors
+from memsearch.config.values import URI_HINT, uri_problem
 from memsearch.store.analyzer import JIEBA_QUIET
 from memsearch.store.driver_errors import (
     data_dir_locked,
@@ -29,7 +30,7 @@ from memsearch.store.driver_errors import (
     milvus_lite_major,
     quiet,
 )
-from memsearch.store.uri import SERVER_PREFIXES, StoreLocation
+from memsearch.store.uri import StoreLocation
 
 if TYPE_CHECKING:
     from memsearch.store.driver import StoreDriver
@@ -52,13 +53,7 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
                 "(MemSearch(milvus_uri='http://localhost:19530')), or run memsearch under WSL2."
             ),
         )
-    if path.suffix != ".db":
-        raise errors.StoreConnectionError(
-            f"Not a Milvus Lite database path: {path} (it must end in .db)",
-            hint=(
-                f"Use a path like ~/.memsearch/milvus.db, or a server URI starting with {SERVER_PREFIXES}."
-            ),
-        )
+    check_shape(location)
     if path.is_file():
         major = milvus_lite_major()
         if major is not None and major >= 3:
@@ -95,6 +90,14 @@ def _open_lite(location: StoreLocation, token: str | None, lock_timeout: float) 
             logger.info("Waiting up to %g s for the Milvus Lite database %s", lock_timeout, path)
             waited = True
         time.sleep(min(LOCK_POLL_INTERVAL, remaining))
+
+
+def check_shape(location: StoreLocation) -> None:
+    """Refuse a URI that names no store (a Lite path not ending in ``.db``) before anything reads
+    it: a read of such a path would otherwise answer "no collection" instead of what is wrong."""
+    problem = uri_problem(location.uri)
+    if problem is not None:
+        raise errors.StoreConnectionError(problem[:1].upper() + problem[1:], hint=URI_HINT)
 
 
 def _pymilvus(location: StoreLocation) -> Any:

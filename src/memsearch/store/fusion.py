@@ -3,12 +3,22 @@
 The fusion is computed here from the legs' raw hits, the same way on Milvus Lite and on a server
 (Milvus' own RRF ranker gives the same scores; only the order of exact ties may differ), so a
 score means the same thing wherever the index lives.
+
+Rank once, cut late: the legs are asked for a number of candidates that does not depend on how
+many results the caller wants (``search.candidates``), the fusion ranks all of them, and only
+then is the list cut. A leg's hits are put in one order that does not depend on how they were
+fetched (:func:`leg_order`: by score, ties by chunk hash), so the hits of several filtered calls
+merge into the list one call would give (:func:`merge_legs`). The first :data:`VOTING_RANKS` of
+each leg vote; deeper candidates only order what the votes leave unplaced. So the top N at any
+``top_k`` up to the depth is the first N of any longer list, and the hits the votes place are
+the same at any depth.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from memsearch.store.rows import QUERY_FIELDS
@@ -26,6 +36,13 @@ SEARCH_MODES = ("hybrid", *LEGS)
 #: RRF constant (as the original's ``RRFRanker(60)``). Fused scores are divided by the best score
 #: the legs can give together (rank 1 in both lists), so 1.0 means "top of both lists".
 RRF_K = 60
+#: The ranks of each leg that vote in memsearch's weighted fusion (:func:`fuse`). With RRF's k of
+#: 60 a rank counts almost as much as the one above it, so over deep candidate lists a chunk ranked
+#: 40th by both legs outscores the first hit of one (on the evaluation sets, fusing 50 hits per leg
+#: lost 0.10 to 0.16 MRR on manpages-zh and 0.02 on debian-faq against 10: docs/architecture.md
+#: #ranking). Ten voting ranks rank exactly as the fusion the evaluation tables measured; the
+#: deeper candidates only order what those votes leave unplaced.
+VOTING_RANKS = 10
 
 #: Weight of the dense leg for a query not in a CJK script (BM25 has 1.0). Any value above ~1.15
 #: makes the dense leg win every tie and near-tie; on the evaluation sets 1.05-3 gave the same
@@ -89,9 +106,15 @@ def holds_word(hit: Any, word: str) -> bool:
     return bool(pattern.search((hit.get("entity") or {}).get("content") or ""))
 
 
+#: The most notes a word may be in and still count as rare (:func:`rare_count`).
+RARE_HOLDERS = 5
+
+
 def rare_count(candidates: int) -> int:
-    """The most holders a word may have among ``candidates`` and still count as rare."""
-    return max(1, candidates // 2)
+    """The most holders a word may have among ``candidates`` BM25 hits and still count as rare: at
+    most half of them, and never more than :data:`RARE_HOLDERS` (a word in a dozen notes names no
+    one thing, however deep the candidate lists are)."""
+    return max(1, min(RARE_HOLDERS, candidates // 2))
 
 
 def _exact_first(hits: list[Any], words: list[str]) -> list[str]:
@@ -100,8 +123,8 @@ def _exact_first(hits: list[Any], words: list[str]) -> list[str]:
     Why: a token that occurs in one note (``zq31337x``, ``ERR_1042``, a ticket number) puts that
     note first in the BM25 list, but one BM25 rank is worth less than the dense leg's top ~30 under
     the tilt towards the dense leg, so the note fell out of the top k. The word is rare when at
-    most half of BM25's candidates (and at least one) hold it; a word most of them hold (``utf-8``
-    in an FAQ) is left to the fusion."""
+    most half of ``hits`` (BM25's voting ranks), and at least one, hold it; a word most of them hold
+    (``utf-8`` in an FAQ) is left to the fusion."""
     keys: list[str] = []
     for word in words:
         holding = [_key(hit) for hit in hits if holds_word(hit, word)]
@@ -111,7 +134,7 @@ def _exact_first(hits: list[Any], words: list[str]) -> list[str]:
 
 
 def exact_holders_first(
-    query: str, sparse: list[Any], top_k: int, holders: Callable[[str, int], list[dict[str, Any]]]
+    query: str, sparse: list[Any], depth: int, holders: Callable[[str, int], list[dict[str, Any]]]
 ) -> list[Any]:
     """The BM25 hits, led by the few chunks that hold an exact word of ``query`` BM25 missed.
 
@@ -119,17 +142,17 @@ def exact_holders_first(
     ``2026``), and when the parts are common (every ticket starts ``TM-``, every date holds
     ``2026``) the one note holding the whole identifier is not among BM25's hits, so the slot of
     :func:`fuse` cannot put it first. ``holders(word, limit)`` (the store's literal match on the
-    stored text) finds it; it is kept only when rare (the slot's own rule), and asked only for words
-    no BM25 hit holds."""
+    stored text) finds it; it is kept only when rare (the slot's own rule), and asked only for
+    words no voting BM25 hit holds (:data:`VOTING_RANKS`; deeper ones move up). Holders with equal
+    (zero) scores come in chunk-hash order, whatever order the store listed them in."""
     extra: list[Any] = []
+    rare = rare_count(min(depth, VOTING_RANKS))
     for word in exact_words(query):
-        if any(holds_word(hit, word) for hit in sparse):
+        if any(holds_word(hit, word) for hit in sparse[:VOTING_RANKS]):
             continue
-        found = [
-            {"id": row["chunk_hash"], "distance": 0.0, "entity": row} for row in holders(word, top_k + 1)
-        ]
-        found = [hit for hit in found if holds_word(hit, word)]
-        if 0 < len(found) <= rare_count(top_k):
+        found = [{"id": row["chunk_hash"], "distance": 0.0, "entity": row} for row in holders(word, rare + 1)]
+        found = leg_order([hit for hit in found if holds_word(hit, word)], "sparse")
+        if 0 < len(found) <= rare:
             extra += found
     if not extra:
         return sparse
@@ -137,36 +160,87 @@ def exact_holders_first(
     return extra + [hit for hit in sparse if _key(hit) not in seen]
 
 
-def _key(hit: Any) -> str:
+def hit_key(hit: Any) -> str:
+    """A raw hit's chunk hash."""
     return str(hit.get("id") or (hit.get("entity") or {}).get("chunk_hash"))
 
 
+_key = hit_key
+
+
+@dataclass
+class Ranking:
+    """A hybrid search's candidates, fused and best first (``hits``: result dicts), and the
+    cosine similarity to the query of each candidate the dense leg returned (by chunk hash)."""
+
+    hits: list[dict[str, Any]]
+    similarity: dict[str, float] = field(default_factory=dict)
+
+
+def leg_score(hit: Any, leg: str) -> float:
+    """A raw hit's score in ``leg``, higher is better (cosine similarity, or the BM25 score)."""
+    return LEGS[leg][2](float(hit.get("distance", 0.0)))
+
+
+def leg_order(hits: list[Any], leg: str) -> list[Any]:
+    """``hits`` best first by their ``leg`` score, equal scores by chunk hash: one order whatever
+    call (or calls) returned them, so that the ranking never depends on how it was fetched."""
+    return sorted(hits, key=lambda hit: (-leg_score(hit, leg), _key(hit)))
+
+
+def merge_legs(lists: list[list[Any]], leg: str, depth: int) -> list[Any]:
+    """The best ``depth`` of several calls' hits of one leg (each hit once), in :func:`leg_order`.
+
+    Why it is exact: a chunk's score does not depend on the call's filter (cosine similarity is the
+    chunk's own; BM25's term statistics are the collection's, not the filtered rows'), so the
+    calls' lists, each filtered to a part of the rows, merge into the list of one call over all of
+    them."""
+    seen: dict[str, Any] = {}
+    for hits in lists:
+        for hit in hits:
+            seen.setdefault(_key(hit), hit)
+    return leg_order(list(seen.values()), leg)[:depth]
+
+
 def fuse(
-    ranked: dict[str, list[Any]], weights: tuple[float, float] | None, top_k: int, query: str = ""
+    ranked: dict[str, list[Any]],
+    weights: tuple[float, float] | None,
+    top_k: int | None = None,
+    query: str = "",
 ) -> list[dict[str, Any]]:
-    """Fuse the legs' raw hits (``{"dense": [...], "sparse": [...]}``, best first) by RRF.
+    """Fuse the legs' raw hits (``{"dense": [...], "sparse": [...]}``, best first) by RRF; every
+    fused hit, or the first ``top_k``.
 
-    ``weights`` (dense, BM25) weighs each leg's ``1 / (k + rank)``; ``None`` is plain RRF, as in the
-    original. Scores are normalised so rank 1 in every list scores 1.0. Hits are visited heaviest
-    leg first, so a tie keeps the heavier leg's order.
+    ``weights`` (dense, BM25) weighs each leg's ``1 / (k + rank)``; ``None`` is plain RRF over every
+    rank, as in the original. Scores are normalised so rank 1 in every list scores 1.0. Hits are
+    visited heaviest leg first, so a tie keeps the heavier leg's order (and then that leg's
+    :func:`leg_order`).
 
-    With weights (memsearch's fusion), BM25 hits that hold a rare exact word of ``query``
+    With weights (memsearch's fusion), only the first :data:`VOTING_RANKS` ranks of each leg vote:
+    the score is their weighted RRF, and a candidate below them in every leg scores 0, ordered
+    after the others by its deeper ranks. BM25 hits that hold a rare exact word of ``query``
     (:func:`exact_words`, :func:`_exact_first`) come first, in BM25 order, scored as the best hit.
     """
     weight = dict(zip(LEGS, weights or (1.0, 1.0), strict=True))
-    scores: dict[str, float] = {}
+    voting = VOTING_RANKS if weights else None
+    scores: dict[str, float] = {}  # the votes: what the score is
+    deep: dict[str, float] = {}  # every rank: orders what the votes leave tied
     hits: dict[str, Any] = {}
     for name in sorted(ranked, key=lambda n: -weight[n]):
         for rank, hit in enumerate(ranked[name], 1):
             key = _key(hit)
-            scores[key] = scores.get(key, 0.0) + weight[name] / (RRF_K + rank)
+            share = weight[name] / (RRF_K + rank)
+            deep[key] = deep.get(key, 0.0) + share
+            scores[key] = scores.get(key, 0.0) + (share if voting is None or rank <= voting else 0.0)
             hits.setdefault(key, hit)
     best = sum(weight[name] for name in ranked) / (RRF_K + 1)
-    first = _exact_first(ranked.get("sparse", []), exact_words(query)) if weights and query else []
-    order = first + [k for k in sorted(scores, key=lambda k: -scores[k]) if k not in first]  # stable
+    # The slot looks at the voting ranks alone, so it too is the same at every candidate depth.
+    voters = ranked.get("sparse", [])[:voting]
+    first = _exact_first(voters, exact_words(query)) if weights and query else []
+    rest = sorted((k for k in scores if k not in first), key=lambda k: (-scores[k], -deep[k]))  # stable
     top = max(scores.values(), default=0.0)
     fused = []
-    for key in order[:top_k]:
+    for key in (first + rest)[:top_k] if top_k is not None else first + rest:
         result = hit_to_result(hits[key], float)
         score = top if key in first else scores[key]
         result["score"] = min(1.0, score / best)  # rank 1 in both: 1.0, not 1.0000000000000002

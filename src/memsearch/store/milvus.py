@@ -1,8 +1,8 @@
 """``MilvusStore``: a memsearch chunk collection in Milvus Lite or a Milvus server.
 
 Owns the collection's schema (the original's) and its life (adopt, create, drop), upsert, delete,
-the two search legs and the one place they are run and fused into a result list (``search``), and
-paginated scalar queries. Connecting is :mod:`memsearch.store.connect`'s. The driver is one typed
+and paginated scalar queries; the search legs and their fusion are :mod:`memsearch.store.searching`'s
+(``Searching``, a part of the store). Connecting is :mod:`memsearch.store.connect`'s. The driver is one typed
 interface for Lite and servers (:class:`~memsearch.store.driver.StoreDriver`); every call to it
 goes through ``_guard``, so every driver failure becomes a :mod:`memsearch.errors` class
 (:mod:`memsearch.store.driver_errors`).
@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from memsearch import errors
 from memsearch.config.schema import DEFAULT_COLLECTION, DEFAULT_MILVUS_URI
 from memsearch.store.analyzer import analyzer_name, analyzer_params_for, prepare_jieba
-from memsearch.store.connect import open_driver
+from memsearch.store.connect import check_shape, open_driver
 from memsearch.store.driver_errors import (
     GENERIC_HINT,
     damaged_error,
@@ -28,10 +28,10 @@ from memsearch.store.driver_errors import (
     is_driver_error,
     quiet,
 )
-from memsearch.store.filters import content_holds, escape_filter_value, source_equals
-from memsearch.store.fusion import LEGS, SEARCH_MODES, exact_holders_first, fuse, hit_to_result
+from memsearch.store.filters import escape_filter_value, source_equals, source_prefix_filter
 from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows, stored_value
 from memsearch.store.schema import chunk_schema
+from memsearch.store.searching import Searching
 from memsearch.store.uri import StoreLocation, resolve_uri
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ _DESCRIPTION_PROPERTY = "memsearch.description"
 _COLLECTION_NOT_FOUND = 100  # Milvus error code
 
 
-class MilvusStore:
+class MilvusStore(Searching):
     """A memsearch chunk collection in Milvus Lite (a local ``.db`` directory) or a Milvus server.
 
     ``dimension=None`` opens read-only: a missing collection is never created, and reads on it
@@ -78,6 +78,7 @@ class MilvusStore:
         adopt: bool = True,
     ) -> None:
         self._location = resolve_uri(uri)
+        check_shape(self._location)  # also for a read of a path that does not exist
         # Only used when this store creates the collection; an existing one keeps its analyzer.
         self._analyzer_params = analyzer_params_for(analyzer, local=self._location.is_local)
         self._token = token
@@ -192,7 +193,8 @@ class MilvusStore:
             f"Embedding dimension mismatch: collection '{self._collection}' has dim={existing} "
             f"but the current embedding provider outputs dim={dimension}. Run 'memsearch reset "
             "--yes' to drop the collection and re-index, or use a different --milvus-uri / --collection.",
-            hint="after the reset, `memsearch index --force <paths>` rebuilds the index",
+            hint="after the reset, `memsearch index <paths>` rebuilds the index (a reset forgets what was "
+            "indexed, so every file is embedded again)",
         )
 
     def _adopt_existing(self) -> None:
@@ -347,120 +349,6 @@ class MilvusStore:
             self._guard(self._driver().drop_collection, self._collection)
         self._exists = False
 
-    # -- searching ----------------------------------------------------------------------------
-
-    def search(
-        self,
-        query_embedding: Sequence[float],
-        *,
-        query_text: str = "",
-        top_k: int = 10,
-        filter_expr: str = "",
-        mode: str = "hybrid",
-        weights: tuple[float, float] | None = None,
-        leg_hits: Mapping[str, list[Any]] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists.
-
-        ``weights`` (dense, BM25) makes the fusion weighted RRF (see :func:`fuse`); ``None`` is plain
-        RRF, as in the original (the fusion Milvus' RRF ranker computes; only the order of exact
-        ties may differ). The fusion is computed here from the two legs' hits, the same way on
-        Lite and on a server. ``mode`` ``"dense"`` or ``"sparse"`` asks one leg alone (the
-        evaluation's baselines); its ``score`` is that leg's own measure: cosine similarity, or the
-        BM25 score.
-
-        This is the one place the legs are run and fused. ``leg_hits`` holds the raw hits of legs
-        the caller already ran with :meth:`search_leg` (same ``top_k`` and ``filter_expr``), by leg
-        name: ``MemSearch.search`` runs the BM25 leg on a cold start while the model embeds the
-        query. The legs not in it are run here.
-        """
-        if mode not in SEARCH_MODES:
-            raise errors.ConfigValueError(
-                f"Unknown search mode '{mode}'. Valid: {', '.join(SEARCH_MODES)}",
-                hint="use 'hybrid' (the default), 'dense' or 'sparse'",
-            )
-        queries: dict[str, Sequence[float] | str] = {"dense": query_embedding, "sparse": query_text}
-        done = leg_hits or {}
-
-        def hits(leg: str) -> list[Any]:
-            if leg in done:
-                return done[leg]
-            return self.search_leg(leg, queries[leg], top_k=top_k, filter_expr=filter_expr)
-
-        if mode in LEGS:
-            score = LEGS[mode][2]
-            return [hit_to_result(hit, score) for hit in hits(mode)]
-        ranked = {leg: hits(leg) for leg in LEGS}
-        if weights and query_text:
-            ranked["sparse"] = exact_holders_first(
-                query_text, ranked["sparse"], top_k, self._holders(filter_expr)
-            )
-        return fuse(ranked, weights, top_k, query_text)
-
-    def _holders(self, filter_expr: str) -> Callable[[str, int], list[dict[str, Any]]]:
-        """``(text, limit)`` -> rows whose content holds ``text`` literally (within ``filter_expr``)."""
-
-        def rows(text: str, limit: int) -> list[dict[str, Any]]:
-            expr = content_holds(text) + (f" and ({filter_expr})" if filter_expr else "")
-            return list(
-                self._guard(
-                    self._driver().query,
-                    self._collection,
-                    filter=expr,
-                    output_fields=QUERY_FIELDS,
-                    limit=limit,
-                )
-            )
-
-        return rows
-
-    def search_leg(
-        self, leg: str, query: Sequence[float] | str, *, top_k: int, filter_expr: str = ""
-    ) -> list[Any]:
-        """One retriever's raw hits, best first: ``"dense"`` (``query`` is the embedding) or
-        ``"sparse"`` (``query`` is the text, scored by BM25). Combine legs with :func:`fuse`.
-
-        The two legs are separate calls so a caller can run the BM25 leg before the query vector
-        exists (``MemSearch.search`` does on a cold start, while the model loads).
-        """
-        self._require_collection()
-        if top_k <= 0:
-            return []
-        field, params, _ = LEGS[leg]
-        if leg == "sparse":
-            self._ready_analyzer()
-        data: list[Any] = [query or ""] if leg == "sparse" else [list(query)]
-        try:
-            found = self._guard(
-                self._driver().search,
-                self._collection,
-                data=data,
-                anns_field=field,
-                search_params=params,
-                limit=top_k,
-                filter=filter_expr,
-                output_fields=QUERY_FIELDS,
-            )
-        except errors.CollectionNotFoundError:
-            raise
-        except errors.StoreError:
-            # BM25 over an empty collection can fail on Milvus server (NaN average length). Row-count
-            # stats lag there, so ask a consistent query instead of trusting them.
-            if self._is_empty():
-                return []
-            raise
-        return list(found[0]) if found else []
-
-    def _is_empty(self) -> bool:
-        rows = self._guard(
-            self._driver().query,
-            self._collection,
-            filter='chunk_hash != ""',
-            output_fields=["chunk_hash"],
-            limit=1,
-        )
-        return not rows
-
     # -- scalar queries -----------------------------------------------------------------------
 
     def _iter_rows(self, filter_expr: str, fields: list[str]) -> Iterator[dict[str, Any]]:
@@ -532,9 +420,10 @@ class MilvusStore:
                     result[source].add(row["chunk_hash"])
         return result
 
-    def sources_with_counts(self) -> dict[str, int]:
-        """Every indexed source file with its number of chunks."""
-        return dict(Counter(row["source"] for row in self._iter_rows('chunk_hash != ""', ["source"])))
+    def sources_with_counts(self, under: str = "") -> dict[str, int]:
+        """Every indexed source file (at or under the file or folder ``under``) with its chunks."""
+        expr = source_prefix_filter(under) if under else 'chunk_hash != ""'
+        return dict(Counter(row["source"] for row in self._iter_rows(expr, ["source"])))
 
     def indexed_sources(self) -> set[str]:
         """Every source file that has at least one chunk (on Milvus Lite from the search snapshot's

@@ -10,13 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-#: URI prefix -> kind of store. Anything that matches no prefix is a Milvus Lite path.
-URI_KINDS = {
-    "http://": "server",
-    "https://": "server",
-    "tcp://": "server",
-    "unix:": "server",
-}
+from memsearch.config.schema import SERVER_URI_PREFIXES
+
+#: URI prefix -> kind of store (the setting's rule: memsearch.config.schema). Anything that matches
+#: no prefix is a Milvus Lite path.
+URI_KINDS = dict.fromkeys(SERVER_URI_PREFIXES, "server")
 SERVER_PREFIXES = ", ".join(URI_KINDS)
 
 

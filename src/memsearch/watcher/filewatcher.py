@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("memsearch.watcher")
 
+#: Seconds between two looks, while nothing is pending, at whether each watched folder is still
+#: there: watchdog says nothing when a watched folder itself is moved away, or (a root is no folder
+#: below a root) deleted.
+ROOT_CHECK_SECONDS = 1.0
+
 # --- the watcher ----------------------------------------------------------------------------
 
 
@@ -70,6 +75,9 @@ class FileWatcher:
     - ``callback(event)`` runs on one worker thread, one event at a time, earliest due first; if
       it returns an awaitable, that runs on the worker's own event loop (closed by :meth:`stop`).
       An exception from the callback is logged and the watcher carries on.
+    - A directory root that is no longer there (moved away or deleted) becomes a ``deleted``
+      directory event, as a folder below it would, within :data:`ROOT_CHECK_SECONDS` of the
+      watcher being idle; that path is not watched any more.
     """
 
     def __init__(
@@ -371,7 +379,17 @@ class FileWatcher:
                         return first.event
                     self._cond.wait(wait)
                 else:
-                    self._cond.wait()
+                    self._cond.wait(ROOT_CHECK_SECONDS)
+                    self._check_roots()
+
+    def _check_roots(self) -> None:
+        """Each directory root that is gone takes its chunks along (lock held); see the class."""
+        gone = [root for root in self._dir_roots if not os.path.isdir(root)]
+        if gone:
+            self._dir_roots = tuple(root for root in self._dir_roots if root not in gone)
+            for root in gone:
+                logger.info("%s is gone: its chunks are removed, and it is not watched any more", root)
+                self._put(root, WatchEvent("deleted", Path(root), is_directory=True))
 
     def _run_worker(self) -> None:
         loop = asyncio.new_event_loop()

@@ -70,7 +70,7 @@ class IndexUpdater:
         new = await self._guard(event.event_type, event.path, self._sync(event.path))
         if new is not None and new.indexed:
             if moved_from is not None:
-                summary = f"Moved {moved_from} -> {event.path} (indexed {new.chunks} chunks)"
+                summary = f"Moved {moved_from} -> {event.path} (indexed {_chunks(new.chunks)})"
                 self._report("moved", summary, event.path)
             else:
                 kind = "modified" if event.event_type == "deleted" else event.event_type
@@ -119,8 +119,13 @@ class IndexUpdater:
                 logger.exception("watch on_event callback failed")
 
 
+def _chunks(count: int) -> str:
+    """``1 chunk``, ``2 chunks``: as ``memsearch index`` counts them."""
+    return f"{count} chunk" if count == 1 else f"{count} chunks"
+
+
 def _indexed(chunks: int, path: Path) -> str:
-    return f"Indexed {chunks} chunks from {path}"
+    return f"Indexed {_chunks(chunks)} from {path}"
 
 
 def watch_index(

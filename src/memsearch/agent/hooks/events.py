@@ -283,11 +283,13 @@ def memory_contained(ctx: HookContext) -> bool:
 
 
 def search_memory(ctx: HookContext, query: str, top_k: int) -> list[dict[str, Any]]:
-    """Search this project's collection, through the memory service when one runs. The query is a
-    user's prompt, not words chosen for a search: a "today" in "let's finish this today" is no
-    window, so time phrases are not read (the recall skill's own searches read them)."""
+    """Search this project's collection, through the memory service when one runs: the hits at or
+    above the strong-match floor (``search.min_relevance``) only. The query is a user's prompt, not
+    words chosen for a search: a "today" in "let's finish this today" is no window, so time
+    phrases are not read (the recall skill's own searches read them)."""
     with open_project_memory(ctx) as memory:
-        return memory.search(query, top_k=top_k, time_phrases=False)
+        floor = ctx.config.search.min_relevance or None
+        return memory.search(query, top_k=top_k, time_phrases=False, min_relevance=floor)
 
 
 def store_flags(ctx: HookContext) -> str:
@@ -339,6 +341,10 @@ def _format_hits(ctx: HookContext, hits: list[dict[str, Any]], budget: int) -> s
 
 
 def prompt_submit(ctx: HookContext) -> Reply:
+    """The recall hint for the prompt; with ``prompt_recall.auto_inject``, the best hits with it.
+    When the auto-inject's search finds nothing at or above the strong-match floor, nothing is
+    injected, not even the hint (memory holds nothing on this prompt: a hint would send the model
+    searching for it), and the recall log counts a ``skip``."""
     prompt = ctx.input.prompt.strip()
     if len(prompt) < MIN_PROMPT_CHARS or not journal.journal_files(ctx.memory_dir, 1):
         return Reply()
@@ -353,17 +359,38 @@ def prompt_submit(ctx: HookContext) -> Reply:
         # The prompt is the query: redacted first, so a pasted key or a <private> span is never
         # embedded, nor sent to a remote embedding provider.
         query = redact.current(ctx.config, ctx.env).text(prompt, "query")
+        hits: list[dict[str, Any]] | None = (
+            None  # None: not searched (nothing left to search with, a failure)
+        )
         try:
-            hits = search_memory(ctx, query, recall.top_k) if query.strip() else []
+            hits = search_memory(ctx, query, recall.top_k) if query.strip() else None
         except MemSearchError as exc:
             log(f"auto-inject search failed: {exc.one_line()}")
-            hits = []
+        if hits == []:
+            _log_skip(ctx)
+            return Reply()
         shown = _format_hits(ctx, hits, budget - count_tokens(context) - 2) if hits else ""
         if shown:
             context += "\n\n" + shown
     context = _within(context, budget)
     _log_injection(ctx, "prompt", context)
     return Reply(context=context)
+
+
+def _log_skip(ctx: HookContext) -> None:
+    """Record a prompt whose auto-inject found nothing strong enough (``memsearch.agent.recall_log``)."""
+    from memsearch.agent import recall_log
+
+    recall_log.record(
+        ctx.config,
+        ctx.collection,
+        "skip",
+        session=ctx.input.session_id,
+        host=ctx.platform.name,
+        env=ctx.env,
+        via="prompt",
+        floor=ctx.config.search.min_relevance,
+    )
 
 
 def _within(text: str, budget: int) -> str:

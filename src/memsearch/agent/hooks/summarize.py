@@ -280,24 +280,50 @@ def summary_prompt(ctx: HookContext) -> str:
         return load_prompt("summarize", agent_name=agent)
 
 
+def _log_call(ctx: HookContext, backend: str, prompt: str, answer: str | None, started: float) -> None:
+    """The summary's model call in the recall log (tokens, never text)."""
+    import time
+
+    from memsearch.agent.recall_log import record_llm
+
+    record_llm(
+        ctx.config,
+        ctx.collection,
+        "summary",
+        backend,
+        prompt,
+        answer,
+        time.monotonic() - started,
+        session=ctx.input.session_id,
+        host=ctx.platform.name,
+        env=ctx.env,
+    )
+
+
 def _from_provider(ctx: HookContext, capture: Capture) -> list[str]:
     import asyncio
+    import time
 
     from memsearch.compact import summarize_transcript
     from memsearch.errors import MemSearchError
 
+    text_in = summary_input(ctx, capture)
+    started = time.monotonic()
+    backend = f"provider:{ctx.plugin.summarize.provider.strip()}"
     try:
         text = asyncio.run(
             summarize_transcript(
-                summary_input(ctx, capture),
+                text_in,
                 plugin=ctx.platform.name,
                 agent_name=ctx.platform.agent_name,
                 cfg=ctx.config,
             )
         )
     except MemSearchError as exc:
+        _log_call(ctx, backend, text_in, None, started)
         log(f"summary provider failed: {exc.one_line()}")
         return []
+    _log_call(ctx, backend, text_in, text, started)
     bullets = clean_summary(text)
     if not bullets:
         log("summary provider returned no bullet lines")
@@ -308,8 +334,12 @@ def _from_host(ctx: HookContext, capture: Capture) -> list[str]:
     summarizer = ctx.platform.native_summarizer
     if summarizer is None:
         return []
+    import time
+
     prompt = f"{summary_prompt(ctx)}\n\nTranscript:\n{summary_input(ctx, capture)}"
+    started = time.monotonic()
     text = summarizer(ctx, prompt)
+    _log_call(ctx, f"native:{ctx.platform.name}", prompt, text, started)
     if text is None:
         return []
     bullets = clean_summary(text)

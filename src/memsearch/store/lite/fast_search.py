@@ -20,10 +20,11 @@ so it only runs on the releases it was checked against: :mod:`memsearch.store.li
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class _Bm25:
@@ -100,6 +101,13 @@ class _Bm25:
         return self.rows[start:stop], self.tf[start:stop]
 
 
+#: Filter masks kept per segment and snapshot (the oldest goes first): a window in parts of 1,000
+#: files is ten filters, asked by both legs.
+MASKS_KEPT = 64
+#: The shortest filter text kept compiled, with its masks (a window of a few dozen files and up).
+KEEP_FILTER_CHARS = 2000
+
+
 class _Segment:
     """What a search needs of one sealed segment within one snapshot."""
 
@@ -110,6 +118,16 @@ class _Segment:
         self.all_live = bool(live.all())
         self.unit: dict[str, tuple[Any, Any]] = {}  # field -> (source vectors, unit vectors of live rows)
         self.bm25: dict[str, _Bm25 | None] = {}
+        self.masks: dict[str, Any] = {}  # filter text -> the engine's mask (LiteSearcher._filter_mask)
+
+
+class _Filter(NamedTuple):
+    """A filter as the engine compiled it, with its text (the cache key) and its index plan."""
+
+    text: str
+    compiled: Any
+    plan: Any
+    kept: bool  # long enough to keep (with its masks) for the next search
 
 
 class _Snapshot:
@@ -128,6 +146,7 @@ class LiteSearcher:
     def __init__(self, collection: Any) -> None:
         self._collection = collection
         self._snapshot: _Snapshot | None = None
+        self._filters: dict[str, _Filter] = {}
         self._lock = threading.Lock()
 
     @property
@@ -223,23 +242,55 @@ class LiteSearcher:
         snap = self._current()
         if snap is None:
             return None
-        compiled = coll._compile_filter(expr) if expr else None
-        plan = coll._indexed_filter_plan(compiled)
+        where = self._filter(expr)
         if schema_field.dtype == DataType.SPARSE_FLOAT_VECTOR:
             if metric != "BM25" or not isinstance(query, str):
                 return None
-            return self._sparse(snap, query, field, limit, compiled, plan, output_fields)
+            return self._sparse(snap, query, field, limit, where, output_fields)
         if metric != "COSINE" or isinstance(query, str):
             return None
-        return self._dense(snap, query, field, limit, compiled, plan, output_fields)
+        return self._dense(snap, query, field, limit, where, output_fields)
+
+    def _filter(self, expr: str | None) -> _Filter | None:
+        """``expr`` compiled by the engine (its plan too); a long one is kept for the next calls
+        with the same text (a ``source in [...]`` of a thousand files takes the engine's parser
+        ~10 ms). Short filters are cheap to compile again, and one-off ones (the relevance's
+        ``chunk_hash in [...]``) must not push the window's out."""
+        if not expr:
+            return None
+        with self._lock:
+            found = self._filters.get(expr)
+        if found is None:
+            coll = self._collection
+            compiled = coll._compile_filter(expr)
+            found = _Filter(
+                expr, compiled, coll._indexed_filter_plan(compiled), len(expr) >= KEEP_FILTER_CHARS
+            )
+            if found.kept:
+                with self._lock:
+                    if len(self._filters) >= MASKS_KEPT:
+                        self._filters.pop(next(iter(self._filters)))
+                    self._filters[expr] = found
+        return found
 
     @staticmethod
-    def _filter_mask(seg: _Segment, compiled: Any, plan: Any) -> Any:
-        if compiled is None:
+    def _filter_mask(seg: _Segment, where: _Filter | None) -> Any:
+        """The engine's mask of ``where`` over one segment, kept per filter text for the snapshot:
+        both legs of a search ask for the same one, and a window of days asks again at the next
+        search. Evaluating ``source in [...]`` of a thousand files costs the engine a Python
+        object per value per segment (a 10,000-file window: ~2 s a search, uncached)."""
+        if where is None:
             return None
         from milvus_lite.search.indexed_filter import evaluate_segment_filter
 
-        return evaluate_segment_filter(seg.segment, compiled, plan)
+        mask = seg.masks.get(where.text) if where.kept else None
+        if mask is None:
+            mask = evaluate_segment_filter(seg.segment, where.compiled, where.plan)
+            if where.kept:
+                if len(seg.masks) >= MASKS_KEPT:
+                    seg.masks.pop(next(iter(seg.masks)), None)
+                seg.masks[where.text] = mask
+        return mask
 
     # -- the dense leg (executor_indexed + brute_force + distance.cosine_distance) -------------
 
@@ -249,8 +300,7 @@ class LiteSearcher:
         query: Any,
         field: str,
         limit: int,
-        compiled: Any,
-        plan: Any,
+        where: _Filter | None,
         output_fields: list[str] | None,
     ) -> list[list[dict[str, Any]]] | None:
         import numpy as np
@@ -267,7 +317,7 @@ class LiteSearcher:
             if index is not None and not (isinstance(index, BruteForceIndex) and index.metric == "COSINE"):
                 return None  # an ANN index: its own search
             vectors, null_mask = seg.segment.vector_data(field)
-            mask = self._filter_mask(seg, compiled, plan)
+            mask = self._filter_mask(seg, where)
             if null_mask is not None:
                 mask = null_mask if mask is None else mask & null_mask
             local = seg.live if mask is None else seg.live & mask.astype(bool)
@@ -295,12 +345,17 @@ class LiteSearcher:
                 candidates.append((float(dists[int(i)]), source, int(valid[int(i)])))
         candidates.sort(key=lambda c: (c[0], c[1], c[2]))
         projection = build_projection_plan(output_fields, coll._schema, api_kind="search")
+        kept = candidates[:limit]
+        records = _records(
+            [(snap.segments[source].segment, local_id) for _, source, local_id in kept],
+            projection.engine_fields,
+            coll._pk_name,
+        )
         hits = []
-        for dist, source, local_id in candidates[:limit]:
+        for (dist, source, local_id), record in zip(kept, records, strict=True):
             seg = snap.segments[source]
-            record = seg.segment.row_to_dict(local_id)
             pk = record.get(coll._pk_name) if coll._pk_name in record else seg.pks[local_id]
-            entity = project_record(record, coll._schema, projection)
+            entity = _project(record, coll, projection, project_record)
             hits.append({"id": pk, "distance": 1.0 - dist, "entity": entity})
         return [hits]
 
@@ -312,8 +367,7 @@ class LiteSearcher:
         text: str,
         field: str,
         limit: int,
-        compiled: Any,
-        plan: Any,
+        where: _Filter | None,
         output_fields: list[str] | None,
     ) -> list[list[dict[str, Any]]] | None:
         from milvus_lite.engine.projection import build_projection_plan, project_record
@@ -335,7 +389,7 @@ class LiteSearcher:
         for seg in snap.segments:
             if seg.segment.table is None or len(seg.segment.table) == 0:
                 continue
-            mask = self._filter_mask(seg, compiled, plan)
+            mask = self._filter_mask(seg, where)
             valid = seg.live if mask is None else seg.live & mask
             if not valid.any():
                 continue
@@ -352,17 +406,67 @@ class LiteSearcher:
         ranked = [entry[1] for entry in best.values()]
         ranked.sort(key=lambda c: c[0])
         projection = build_projection_plan(output_fields, coll._schema, api_kind="search")
+        kept = ranked[:limit]
+        rows = [(seg.segment, local_id) for _, _, seg, local_id in kept]
+        records = _records(rows, projection.engine_fields, unpack=False)
         hits = []
-        for dist, pk, seg, local_id in ranked[:limit]:
-            table = seg.segment.table
-            record = {
-                name: table.column(name)[local_id].as_py()
-                for name in table.column_names
-                if name not in ("_seq", "_partition")
-            }
-            entity = project_record(record, coll._schema, projection)
+        for (dist, pk, _seg, _local_id), record in zip(kept, records, strict=True):
+            record.pop("_partition", None)
+            entity = _project(record, coll, projection, project_record)
             hits.append({"id": pk, "distance": dist, "entity": entity})
         return [hits]
+
+
+def _project(record: dict[str, Any], coll: Any, plan: Any, project_record: Any) -> dict[str, Any]:
+    """``project_record`` for a search hit: without dynamic fields asked for (memsearch's searches),
+    the asked schema fields but the primary key, as it returns them, without its per-hit work on
+    the dynamic fields it would then drop (~70 us a hit, most of a deep candidate list)."""
+    if plan.include_all_dynamic or plan.explicit_dynamic_fields:
+        return dict(project_record(record, coll._schema, plan))
+    return {
+        name: record[name] for name in plan.response_schema_fields if name != coll._pk_name and name in record
+    }
+
+
+def _records(
+    rows: list[tuple[Any, int]], fields: Sequence[str] | None, pk: str = "", *, unpack: bool = True
+) -> list[dict[str, Any]]:
+    """The ``(segment, row)`` rows as the engine reads them for a search hit (the dense leg:
+    ``Segment.row_to_dict``, ``$meta`` unpacked into the top level; the BM25 leg, ``unpack=False``:
+    the columns as they are), but read only from the columns a projection needs (``fields``: its
+    ``engine_fields``, plus ``pk``; None: every column), with one Arrow ``take`` per segment.
+
+    Why: ``row_to_dict`` converts every column of a hit, the 384 floats of its vector included,
+    one Python object at a time; at a few dozen candidates per leg that was most of a search. The
+    values are the same conversions of the same cells."""
+    import pyarrow as pa
+
+    out: list[dict[str, Any] | None] = [None] * len(rows)
+    by_segment: dict[int, tuple[Any, list[int], list[int]]] = {}
+    for i, (segment, row) in enumerate(rows):
+        by_segment.setdefault(id(segment), (segment, [], []))[1].append(row)
+        by_segment[id(segment)][2].append(i)
+    for segment, local_ids, places in by_segment.values():
+        table = segment.table
+        names = [n for n in table.schema.names if n != "_seq"]
+        if fields is not None:
+            wanted = {*fields, pk}
+            names = [n for n in names if n in wanted]
+        for place, record in zip(
+            places, table.select(names).take(pa.array(local_ids)).to_pylist(), strict=True
+        ):
+            meta = record.get("$meta") if unpack else None
+            if isinstance(meta, str):
+                try:
+                    decoded = json.loads(meta)
+                except ValueError:
+                    decoded = None
+                if isinstance(decoded, dict):
+                    record.update(decoded)
+            elif isinstance(meta, dict):
+                record.update(meta)
+            out[place] = record
+    return [record for record in out if record is not None]  # every place is filled
 
 
 class _OneBlasThread:
