@@ -47,6 +47,7 @@ def start_phase(progress: Progress | None, label: str, total: int) -> None:
     if isinstance(progress, PhasedProgress):
         progress.phase(label, total)
 
+
 #: Chunks embedded and upserted per step. The provider splits a step into its own (often tiny)
 #: batches; a larger step keeps Milvus upserts few and cheap.
 UPSERT_BATCH = 64

@@ -13,6 +13,7 @@ collections' counts differ (then at all of them).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,9 +23,12 @@ from memsearch.store.filters import escape_filter_value
 from memsearch.store.rows import chunked, stored_value
 
 if TYPE_CHECKING:
+    from memsearch.core import MemSearch
     from memsearch.embeddings import EmbeddingProvider
     from memsearch.engine.index_pipeline import Progress
     from memsearch.store import MilvusStore
+
+logger = logging.getLogger("memsearch")
 
 #: The provider of the multilingual leg (a row of ``memsearch.embeddings.PROVIDERS``).
 PROVIDER = "use"
@@ -34,6 +38,46 @@ STEP = 64
 _SOURCES_PER_QUERY = 200
 #: The label of the leg's progress bar (``PhasedProgress``).
 PHASE = "Multilingual vectors"
+
+
+def leg_embedder(ms: MemSearch) -> EmbeddingProvider:
+    """``ms``'s multilingual model (created on first use, behind the embedding cache like the
+    default model). Raises ``MissingDependencyError`` with the install command when the
+    ``multilingual`` extra is not installed."""
+    if ms._leg is None:
+        from memsearch.embeddings import get_provider
+
+        provider = get_provider(PROVIDER)
+        if ms._use_cache:
+            from memsearch.embeddings.cache import with_cache
+
+            provider = with_cache(provider)
+        ms._leg = provider
+    return ms._leg
+
+
+def leg_model(ms: MemSearch) -> str:
+    """The multilingual leg's model when ``ms`` has the leg on, else "" (no import, no model)."""
+    if not ms._multilingual:
+        return ""
+    from memsearch.embeddings import DEFAULT_MODELS
+
+    return DEFAULT_MODELS[PROVIDER]
+
+
+#: The stores (URI, collection) already told that they have no multilingual vectors.
+_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_no_vectors(ms: MemSearch) -> None:
+    """Say once per process and store that the leg is on but the store has no second vectors yet."""
+    if (ms._uri, ms._collection) in _WARNED:
+        return
+    _WARNED.add((ms._uri, ms._collection))
+    logger.warning(
+        "memsearch: embedding.multilingual is on, but this index has no multilingual vectors yet; "
+        "searching without them (run `memsearch index` to add them)"
+    )
 
 
 @dataclass(frozen=True)
@@ -81,9 +125,8 @@ async def sync_sidecar(
     for part in chunked(missing, STEP):
         texts = [clean_content_for_embedding(str(row.get("content") or "")) for row in part]
         vectors = await embedder.embed(texts)
-        sidecar.upsert(
-            [(str(row["chunk_hash"]), str(row["source"]), vec) for row, vec in zip(part, vectors, strict=True)]
-        )
+        pairs = zip(part, vectors, strict=True)
+        sidecar.upsert([(str(row["chunk_hash"]), str(row["source"]), vec) for row, vec in pairs])
         done += len(part)
         if progress:
             progress(done, len(missing))

@@ -128,7 +128,8 @@ class Sidecar:
         """Write ``(chunk_hash, source, vector)`` rows (replacing those of the same hash)."""
         for batch in chunked(list(rows), _BATCH):
             data = [
-                {"chunk_hash": h, "source": stored_value("source", s), "embedding": list(v)} for h, s, v in batch
+                {"chunk_hash": h, "source": stored_value("source", s), "embedding": list(v)}
+                for h, s, v in batch
             ]
             self._call("upsert", self.name, data=data)
         return len(rows)
