@@ -285,6 +285,11 @@ class Harness:
 
         fetch = max(RERANK_CANDIDATES, DEPTH) if config.reranker else DEPTH
         weighted = config.fusion == "weighted"
+        crossing = None
+        if config.index.multilingual:  # the query's vector of the multilingual model: the third leg
+            from memsearch.engine.multilingual import PROVIDER
+
+            crossing = (await self._providers[PROVIDER][1].embed_query([query]))[0]
         results: list[dict[str, Any]] = store.search(
             vector,
             query_text=query,
@@ -292,6 +297,7 @@ class Harness:
             mode=config.mode,
             weights=hybrid_weights(query) if weighted else None,
             candidates=config.candidates if weighted else DEPTH,  # the original: 10 per leg
+            multilingual=crossing,
         )
         if config.reranker:
             results = self.reranker(config.reranker).rerank(query, results, top_k=DEPTH)

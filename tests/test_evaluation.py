@@ -526,8 +526,14 @@ def test_weighted_fusion_leans_on_the_favoured_leg(tmp_path: Path) -> None:
         _row("word", [0.0, 1.0], "milvus milvus milvus"),  # the BM25 leg's best
         _row("both", [0.8, 0.6], "milvus once"),
     ]
-    assert hybrid_weights("数据库 timeout") == (0.0, 1.0)
-    assert hybrid_weights("database timeout") == (HYBRID_TILT, 1.0)
+    # Chinese questions: BM25 leads, the English model does not vote; English ones: the dense leg
+    # leads; the multilingual leg votes only for chunks in the other script (store/weights.py).
+    chinese, english = hybrid_weights("数据库 timeout"), hybrid_weights("database timeout")
+    assert chinese.of("dense", "数据库连接超时") == 0.0 and chinese.of("sparse", "数据库连接超时") == 1.5
+    assert chinese.of("multilingual", "数据库连接超时") == 0.0
+    assert chinese.of("multilingual", "the database connection timed out") == 1.5
+    assert english.of("dense", "anything") == HYBRID_TILT and english.of("sparse", "anything") == 1.0
+    assert english.of("multilingual", "the database") == 0.0 and english.of("multilingual", "数据库") == 1.5
     with MilvusStore(str(tmp_path / "m.db"), collection="c", dimension=2, analyzer="jieba") as s:
         s.upsert(rows)
         two = {"top_k": 2, "candidates": 2}  # the arithmetic below: two hits per leg

@@ -64,6 +64,12 @@ common_options = _apply(
             "--base-url", default=None, help="Base URL of an OpenAI-compatible or self-hosted embedding API."
         ),
         click.option("--api-key", default=None, help="Embedding API key (or env:VAR)."),
+        click.option(
+            "--multilingual/--no-multilingual",
+            default=None,
+            help="The multilingual leg: a second vector per chunk, so a question finds notes in "
+            "another language (embedding.multilingual; the multilingual extra).",
+        ),
         store_options,
     ]
 )
