@@ -84,6 +84,15 @@ def held_out(set_name: str, qid: str) -> bool:
     return hashlib.sha256(f"{set_name}/{qid}".encode()).digest()[0] % 2 == 1
 
 
+def _asks(other: str, name: str) -> bool:
+    """Whether ``other``'s questions are negatives of set ``name``: not between sets of the same
+    man pages (they answer each other), and the cross-lingual sets' one-line descriptions only of
+    each other and of themselves (the base curves keep the questions they were first fitted on)."""
+    if {name, other} <= MAN_PAGE_SETS:
+        return False
+    return other not in CROSSING_SETS or name in CROSSING_SETS
+
+
 def negatives(name: str, datasets: dict[str, Dataset]) -> list[tuple[str, str]]:
     """(qid, question) of every question ``name``'s notes do not answer."""
     written = [
@@ -95,7 +104,7 @@ def negatives(name: str, datasets: dict[str, Dataset]) -> list[tuple[str, str]]:
     answered = ANSWERED_IN.get(name, frozenset())
     out = [(f"{kind}-{i}", q) for i, (kind, q) in enumerate(written) if q not in answered]
     for other, dataset in datasets.items():
-        if other == name or {name, other} <= MAN_PAGE_SETS:
+        if other == name or not _asks(other, name):
             continue
         for q in dataset.queries:
             qid = f"{other}:{q.qid}"
@@ -318,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         from memsearch.engine.relevance import QueryTerms, lexical_match
 
         rows = [Row(**r) for r in json.loads(FEATURES.read_text(encoding="utf-8"))]
-        rows = [r for r in rows if r.set in names]
+        rows = [r for r in rows if r.set in names and (":" not in r.qid or _asks(r.qid.split(":")[0], r.set))]
         for r in rows:  # the word match as the code now computes it (the similarity is the store's)
             r.match = lexical_match(QueryTerms.of(r.text), r.content)
     else:
