@@ -51,7 +51,7 @@ async def test_index_then_search_returns_reference_keys(notes: Path, tmp_path: P
     with make([notes], tmp_path) as ms:
         assert await ms.index() == 3
         hits = await ms.search("connection pool timed out", top_k=2)
-    assert hits and list(hits[0]) == REFERENCE_KEYS
+    assert hits and list(hits[0]) == [*REFERENCE_KEYS, "relevance"]  # the original's keys, then ours
     assert hits[0]["source"] == str(notes / "db.md")
     assert hits[0]["heading"] == "Database" and hits[0]["heading_level"] == 1
     assert 0 < hits[0]["score"] <= 1.0

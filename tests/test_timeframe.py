@@ -226,6 +226,7 @@ def test_the_service_is_sent_time_arguments_only_when_they_matter() -> None:
         """What the search request carries beyond the query, top_k and the source prefix."""
         args = {"query": query, "top_k": 5, "source_prefix": None, "since": since, "until": until}
         args.update(time_phrases=time_phrases, recency_half_life=recency_half_life, today=today)
+        args["min_relevance"] = None  # (sent only when set: tests/test_relevance.py)
         sent = search.outbound(args)
         assert {k: sent.pop(k) for k in ("query", "top_k", "source_prefix")} == {
             "query": query,
