@@ -37,7 +37,9 @@ NOTES = {
     "我们改成了带 BOM 的 UTF-8 编码。\n",
     "天气.md": "# 周末\n\n## 爬山\n\n周六天气很好，我们去爬山，下午在山顶吃了午饭。\n",
 }
-ASKED = {"数据库连接池太小导致结账超时了吗？": "checkout.md", "why did the order export fail?": "导出.md"}
+#: A Chinese question whose answer is an English note.
+ZH_QUESTION = "数据库连接池太小导致结账超时了吗？"
+ASKED = {ZH_QUESTION: "checkout.md", "why did the order export fail?": "导出.md"}
 
 
 @pytest.fixture
@@ -77,7 +79,7 @@ async def test_a_question_finds_the_note_in_the_other_language(notes: Path, tmp_
             hits = await ms.search(question, top_k=2)
             assert _names(hits)[0] == note, (question, hits)
         # Found across languages, a note is a strong match by the multilingual similarity alone.
-        hits = await ms.search("数据库连接池太小导致结账超时了吗？", top_k=1)
+        hits = await ms.search(ZH_QUESTION, top_k=1)
         assert hits[0]["relevance"] >= 0.7, hits[0]
     main, sidecar = _vectors(db)
     assert sidecar == main and len(main) == 4
@@ -131,7 +133,7 @@ async def test_on_without_vectors_searches_two_legs_and_says_so(
     with caplog.at_level(logging.WARNING, logger="memsearch"):
         async with _memory(notes, db, on=True) as ms:
             assert await ms.search("why did the order export fail?", top_k=4) == plain
-            await ms.search("数据库连接池太小导致结账超时了吗？", top_k=4)
+            await ms.search(ZH_QUESTION, top_k=4)
     said = [r.getMessage() for r in caplog.records if "no multilingual vectors" in r.getMessage()]
     assert len(said) == 1 and "memsearch index" in said[0]
 
@@ -147,12 +149,10 @@ def test_one_config_line_through_the_cli_a_service_and_mcp(notes: Path, tmp_path
     assert "Multilingual leg: second vectors for 4 chunks." in indexed.stdout
     service = start_service(uri)
     try:
-        found = memsearch("search", "数据库连接池太小导致结账超时了吗？", "-j", "-k", "1", "--milvus-uri", uri)
+        found = memsearch("search", ZH_QUESTION, "-j", "-k", "1", "--milvus-uri", uri)
         assert found.returncode == 0, found.stderr
         assert _names(json.loads(found.stdout)) == ["checkout.md"]
-        off = memsearch(
-            "search", "数据库连接池太小导致结账超时了吗？", "-j", "-k", "1", "--milvus-uri", uri, "--no-multilingual"
-        )
+        off = memsearch("search", ZH_QUESTION, "-j", "-k", "1", "--milvus-uri", uri, "--no-multilingual")
         assert off.returncode == 0, off.stderr
         assert _names(json.loads(off.stdout)) != ["checkout.md"]  # two legs: BM25 knows no English
     finally:
@@ -168,7 +168,7 @@ def test_one_config_line_through_the_cli_a_service_and_mcp(notes: Path, tmp_path
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
-            result = await client.call_tool("search", {"query": "数据库连接池太小导致结账超时了吗？", "top_k": 1})
+            result = await client.call_tool("search", {"query": ZH_QUESTION, "top_k": 1})
             return "\n".join(c.text for c in result.content if c.type == "text")
 
     assert "checkout.md" in asyncio.run(mcp_search())
