@@ -86,8 +86,9 @@ compat: $(VENV)/.installed-dev
 	$(BIN)/python -m evaluation.compat
 
 ## Retrieval quality (evaluation/README.md): builds the sets from installed packages (and the
-## generated dated-journals set), prints the tables.
-EVAL_DEBS := debian-faq git-doc manpages-zh
+## generated dated-journals set), prints the tables; the multilingual model (the `multilingual`
+## extra) adds the multilingual leg's rows.
+EVAL_DEBS := debian-faq git-doc manpages-zh manpages manpages-dev
 eval: $(VENV)/.installed
 	@missing=""; for p in $(EVAL_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -95,6 +96,7 @@ eval: $(VENV)/.installed
 	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
 	fi
 	$(BIN)/pip install -q --no-deps cri-benchmark
+	$(BIN)/pip install -q -e '.[multilingual]'
 	$(BIN)/python -m evaluation $(EVAL_ARGS)
 
 ## Build the documentation site into site/ (fails on broken links).

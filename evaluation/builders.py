@@ -19,6 +19,9 @@ The sets (the README says why each one is there):
 - ``cri-persona`` (PyPI package ``cri-benchmark``, MIT): a 289-day persona chat rendered as daily
   memory journals in memsearch's journal format; queries come from the package's ground truth
   (fact changes, contradicting statements, signal messages) and the gold is the messages it names.
+- ``man-en2zh`` and ``man-zh2en`` (Debian packages ``manpages-zh`` and the English pages of the
+  same commands, :mod:`evaluation.crosslingual`): a page's NAME line in one language asks for the
+  page in the other, both directions across languages.
 - ``dated-journals`` (our own text, :mod:`evaluation.dated`): 100 days of journals up to today where
   topics recur with different decisions; time-scoped and plain questions. Rebuilt when the day
   changes; evaluated through ``MemSearch`` itself (:mod:`evaluation.dated_run`).
@@ -42,7 +45,7 @@ from pathlib import Path
 from evaluation.dataset import CORPUS_DIR, QUERIES_FILE, Dataset, Gold, Query, load_dataset, write_queries
 
 #: Bump when any builder's output changes, so cached sets are rebuilt.
-BUILDER_VERSION = 4
+BUILDER_VERSION = 5
 
 DEBIAN_FAQ_FILE = Path("/usr/share/doc/debian/FAQ/debian-faq.en.txt.gz")
 GIT_DOC_DIR = Path("/usr/share/doc/git-doc")
@@ -362,6 +365,7 @@ _ESCAPES = {
     "\\(em": "—",
     "\\(en": "–",
     "\\(aq": "'",
+    "\\'": "'",
     "\\(dq": '"',
     "\\(lq": "“",
     "\\(rq": "”",
@@ -369,11 +373,11 @@ _ESCAPES = {
     "\\(co": "©",
 }
 _ESCAPE_RE = re.compile(
-    r"\\f(?:\(..|\[[^\]]*\]|.)|\\s[+-]?\d+|\\\*(?:\(..|\[[^\]]*\]|.)|\\\(..|\\[-e& ,/|^~]|\\\""
+    r"\\f(?:\(..|\[[^\]]*\]|.)|\\s[+-]?\d+|\\\*(?:\(..|\[[^\]]*\]|.)|\\\(..|\\[-e& ,/|^~']|\\\""
 )
 _FONT_MACROS = {"B", "I", "BR", "RB", "IR", "RI", "BI", "IB", "SM", "SB"}
 _BREAK_MACROS = {"PP", "LP", "P", "sp", "br", "TP", "HP", "IP", "RS", "RE", "nf", "fi", "in", "ti"}
-_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _NAME_TITLES = ("NAME", "名称", "名字", "名 称")
 
 
@@ -488,7 +492,7 @@ def build_manpages_zh(pages: dict[str, str]) -> BuiltSet:
             continue
         path = rel.removesuffix(".gz") + ".md"
         built.files[path] = "\n".join(page.lines) + "\n"
-        if page.description and _CJK_RE.search(page.description):
+        if page.description and CJK_RE.search(page.description):
             by_description.setdefault(page.description, []).append(Gold(path, 1, len(page.lines)))
             categories.setdefault(page.description, Path(rel).parent.name or "man")
     for n, (description, gold) in enumerate(sorted(by_description.items(), key=lambda kv: kv[1][0].path)):
@@ -564,7 +568,7 @@ def build_cri_journals(messages: Sequence[dict], ground_truth: dict) -> BuiltSet
 # --- reading the installed sources, caching the built sets -------------------------------------
 
 
-def _read_gz_or_text(path: Path) -> str:
+def read_gz_or_text(path: Path) -> str:
     data = path.read_bytes()
     if path.suffix == ".gz":
         data = gzip.decompress(data)
@@ -619,7 +623,7 @@ def _cri_sources() -> list[Path]:
 
 
 def _build_debian_faq() -> BuiltSet:
-    return build_debian_faq(_read_gz_or_text(DEBIAN_FAQ_FILE))
+    return build_debian_faq(read_gz_or_text(DEBIAN_FAQ_FILE))
 
 
 def _build_gitfaq() -> BuiltSet:
@@ -632,7 +636,7 @@ def _build_gitfaq() -> BuiltSet:
 def _build_manpages() -> BuiltSet:
     pages: dict[str, str] = {}
     for path in _man_sources():
-        text = _read_gz_or_text(path)
+        text = read_gz_or_text(path)
         if len(text.encode("utf-8")) <= MAN_MAX_BYTES:
             pages[f"{path.parent.name}/{path.name}"] = text
     return build_manpages_zh(pages)
@@ -645,6 +649,21 @@ def _dated_sources() -> list[Path]:
 
 def _today() -> str:
     return dt.date.today().isoformat()
+
+
+def _crosslingual_sources() -> list[Path]:
+    from evaluation.crosslingual import pair_sources
+
+    return pair_sources()
+
+
+def _build_crosslingual(name: str) -> Callable[[], BuiltSet]:
+    def build() -> BuiltSet:
+        from evaluation.crosslingual import build_from_disk
+
+        return build_from_disk(name)
+
+    return build
 
 
 def _build_dated() -> BuiltSet:
@@ -684,6 +703,20 @@ SETS: dict[str, SetSpec] = {
         SetSpec("gitfaq", "en", _gitfaq_sources, _build_gitfaq, "Debian package git-doc"),
         SetSpec("manpages-zh", "zh", _man_sources, _build_manpages, "Debian package manpages-zh"),
         SetSpec("cri-persona", "en", _cri_sources, _build_cri, "PyPI package cri-benchmark (MIT)"),
+        SetSpec(
+            "man-en2zh",
+            "en→zh",
+            _crosslingual_sources,
+            _build_crosslingual("man-en2zh"),
+            "Debian packages manpages-zh, manpages and the base system's English pages",
+        ),
+        SetSpec(
+            "man-zh2en",
+            "zh→en",
+            _crosslingual_sources,
+            _build_crosslingual("man-zh2en"),
+            "Debian packages manpages-zh, manpages and the base system's English pages",
+        ),
         SetSpec(
             "dated-journals",
             "en+zh",

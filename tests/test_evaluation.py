@@ -294,6 +294,41 @@ def test_manpages_set_shares_gold_for_equal_descriptions() -> None:
     assert Gold("man1/foo.1.md", 1, n_lines) in query.gold and len(query.gold) == 2
 
 
+EN_PAGE = """.TH FOO 1
+.SH NAME
+foo \\- copy files and directories
+.SH DESCRIPTION
+Copy SOURCE to DEST, or user\\'s files.
+"""
+
+
+def test_crosslingual_sets_ask_in_one_language_and_answer_in_the_other() -> None:
+    from evaluation.crosslingual import build_crosslingual
+
+    untranslated = MAN_PAGE.replace("复制文件和目录", "copy files and directories")
+    pairs = {
+        "man1/foo.1.gz": {"en": EN_PAGE, "zh": MAN_PAGE},
+        "man1/raw.1.gz": {"en": EN_PAGE.replace("FOO", "RAW"), "zh": untranslated},
+        "man1/gone.1.gz": {"en": ".so man1/foo.1\n", "zh": MAN_PAGE},  # no English page to use
+    }
+    en2zh = build_crosslingual(pairs, "man-en2zh")
+    # The Chinese pages are the corpus; each English NAME line asks for its page (both pages have
+    # the same one, so both are gold); the NAME line is not in the indexed text.
+    assert sorted(en2zh.files) == ["man1/foo.1.md", "man1/raw.1.md"]
+    assert "复制文件和目录" not in en2zh.files["man1/foo.1.md"]
+    (query,) = en2zh.queries
+    assert query.qid == "man-en2zh-1" and query.query == "copy files and directories"
+    assert query.category == "man1" and {g.path for g in query.gold} == {"man1/foo.1.md", "man1/raw.1.md"}
+
+    zh2en = build_crosslingual(pairs, "man-zh2en")
+    # The English pages are the corpus; only a translated (Chinese) NAME line asks.
+    assert sorted(zh2en.files) == ["man1/foo.1.md", "man1/raw.1.md"]
+    assert "Copy SOURCE to DEST, or user's files." in zh2en.files["man1/foo.1.md"]  # \\' is '
+    (query,) = zh2en.queries
+    assert query.query == "复制文件和目录"
+    assert query.gold == (Gold("man1/foo.1.md", 1, len(zh2en.files["man1/foo.1.md"].splitlines())),)
+
+
 def test_cri_journal_lines_are_the_gold_messages() -> None:
     messages = [
         {
@@ -491,8 +526,14 @@ def test_weighted_fusion_leans_on_the_favoured_leg(tmp_path: Path) -> None:
         _row("word", [0.0, 1.0], "milvus milvus milvus"),  # the BM25 leg's best
         _row("both", [0.8, 0.6], "milvus once"),
     ]
-    assert hybrid_weights("数据库 timeout") == (1.0, HYBRID_TILT)
-    assert hybrid_weights("database timeout") == (HYBRID_TILT, 1.0)
+    # Chinese questions: BM25 leads, the English model does not vote; English ones: the dense leg
+    # leads; the multilingual leg votes only for chunks in the other script (store/weights.py).
+    chinese, english = hybrid_weights("数据库 timeout"), hybrid_weights("database timeout")
+    assert chinese.of("dense", "数据库连接超时") == 0.0 and chinese.of("sparse", "数据库连接超时") == 1.5
+    assert chinese.of("multilingual", "数据库连接超时") == 0.0
+    assert chinese.of("multilingual", "the database connection timed out") == 1.5
+    assert english.of("dense", "anything") == HYBRID_TILT and english.of("sparse", "anything") == 1.0
+    assert english.of("multilingual", "the database") == 0.0 and english.of("multilingual", "数据库") == 1.5
     with MilvusStore(str(tmp_path / "m.db"), collection="c", dimension=2, analyzer="jieba") as s:
         s.upsert(rows)
         two = {"top_k": 2, "candidates": 2}  # the arithmetic below: two hits per leg

@@ -99,3 +99,41 @@ async def test_an_identifier_the_analyzer_splits_into_common_parts_is_found(isol
         )
         hits = await ms.search("what did we find about TM-2026", top_k=5)
     assert Path(hits[0]["source"]).name == "job.md"
+
+
+# --- weights by script (memsearch.store.weights) -------------------------------------------------
+
+
+def test_each_leg_votes_where_it_reads_the_text() -> None:
+    """A Chinese question: BM25 leads, the English model does not vote, and the multilingual leg
+    votes for chunks in the other script only; an English question: the dense leg leads and the
+    multilingual leg votes for Chinese chunks only."""
+    from memsearch.store.weights import hybrid_weights, text_script
+
+    zh_note = _hit("zh", "订单导出失败的原因是文件编码错误，改成了 UTF-8 编码")
+    en_note = _hit("en", "the order export failed: the file encoding was wrong, now UTF-8")
+    other = _hit("x", "用于在显示器上阅读被压缩的文本文件的过滤器")
+    assert text_script(en_note["entity"]["content"]) == "other"
+    assert text_script(zh_note["entity"]["content"]) == "cjk"
+    assert (
+        text_script("grep 的 --include 和 --exclude 选项有什么区别") == "cjk"
+    )  # a Chinese note quoting flags
+    legs = {"dense": [en_note], "sparse": [zh_note], "multilingual": [en_note, zh_note, other]}
+
+    chinese = fuse(legs, hybrid_weights("订单导出为什么失败？"))
+    # zh: BM25's first (1.5/61; the multilingual vote is same-script: 0); en: the multilingual
+    # leg's first (1.5/61; the English model's vote: 0); x: a same-script multilingual vote only.
+    assert [r["chunk_hash"] for r in chinese] == ["zh", "en", "x"]
+    assert [r["score"] for r in chinese] == pytest.approx([0.5, 0.5, 0.0])
+
+    english = fuse(legs, hybrid_weights("why did the order export fail?"))
+    # en: the dense leg's first (1.5/61); zh: BM25's first (1/61) and the multilingual leg's second
+    # (1.5/62): the two languages agreeing put the Chinese note first.
+    assert [r["chunk_hash"] for r in english] == ["zh", "en", "x"]
+    assert english[0]["score"] == pytest.approx((1 / 61 + 1.5 / 62) / (4 / 61))
+    # Without the third leg the same weights rank as the two legs always did.
+    two = {"dense": legs["dense"], "sparse": legs["sparse"]}
+    assert [r["chunk_hash"] for r in fuse(two, hybrid_weights("why did the order export fail?"))] == [
+        "en",
+        "zh",
+    ]

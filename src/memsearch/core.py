@@ -77,6 +77,7 @@ class MemSearch:
         embedding_cache: bool = True,
         bm25_analyzer: str = "auto",
         follow_links: bool = True,
+        multilingual: bool = False,
         model_lifecycle: ModelLifecycle | None = None,
         search_candidates: int = DEFAULT_CANDIDATES,
     ) -> None:
@@ -119,6 +120,8 @@ class MemSearch:
         self._max_chunk_size = max_chunk_size
         self._overlap_lines = overlap_lines
         self._embedder: EmbeddingProvider | None = None
+        self._multilingual = multilingual  # the third leg's model (engine.multilingual.leg_embedder)
+        self._leg: EmbeddingProvider | None = None
         self._store: MilvusStore | None = None
         #: Opening is lazy, maybe on two threads at once (the service's concurrent first searches, a
         #: cold search on a worker thread): one opens, the other waits and shares the store.
@@ -180,11 +183,9 @@ class MemSearch:
                 timeout=self._timeout,
             )
             if self._use_cache:
-                from memsearch import private
-                from memsearch.embeddings.cache import CachedEmbedder, EmbeddingCache
+                from memsearch.embeddings.cache import with_cache
 
-                cache = EmbeddingCache(private.home() / "embedding-cache.sqlite")
-                provider = CachedEmbedder(provider, cache)
+                provider = with_cache(provider)
             self._embedder = provider
         return self._embedder
 
@@ -223,25 +224,12 @@ class MemSearch:
         return store
 
     def _settle_model(self, dimension: int | None) -> None:
-        """The one place where a store's model can differ from the configured one: with no model
-        chosen, an index the original memsearch built with its default model (bge-m3, 1024-d) is
-        used with that model, from the local HuggingFace cache, else one clear error
-        (:mod:`memsearch.engine.migration`). ``dimension`` is the existing collection's (None: none)."""
-        if self._model_chosen:
-            return
-        from memsearch.embeddings import DEFAULT_MODELS
-        from memsearch.engine.migration import ORIGINAL_DIMENSION, ORIGINAL_MODEL, model_for_index
+        """The one place where a store's model can differ from the configured one: an index the
+        original memsearch built with its default model (``memsearch.engine.migration.settle``).
+        ``dimension`` is the existing collection's (None: none)."""
+        from memsearch.engine.migration import settle
 
-        default = DEFAULT_MODELS[self._provider]
-        self._use_model(model_for_index(self._provider, default, dimension, self._collection))
-        if self._model == ORIGINAL_MODEL and not self._announced:
-            self._announced = True
-            logger.warning(
-                "memsearch: using the original memsearch's bge-m3 model for this index (%s, %d-d, "
-                "from the HuggingFace cache)",
-                ORIGINAL_MODEL,
-                ORIGINAL_DIMENSION,
-            )
+        settle(self, dimension)
 
     def _use_model(self, model: str) -> None:
         if model != self._model:
@@ -289,6 +277,7 @@ class MemSearch:
 
     def _indexer(self, paths: Sequence[str]) -> Indexer:
         from memsearch.engine.indexer import Indexer, IndexSettings
+        from memsearch.engine.multilingual import leg_embedder, leg_model
 
         if self._store is None and not self._model_chosen:
             # The model the last run settled on (an index the original built), so that an unchanged
@@ -304,6 +293,7 @@ class MemSearch:
             ignore_files=self._ignore_files,
             exclude=self._exclude,
             follow_links=self._follow_links,
+            multilingual=leg_model(self),
         )
         return Indexer(
             settings,
@@ -313,6 +303,7 @@ class MemSearch:
             lifecycle=self._lifecycle,
             lite_path=self._lite_path(),
             model=lambda: self._model,
+            multilingual=(lambda: leg_embedder(self)) if self._multilingual else None,
         )
 
     # -- indexing -------------------------------------------------------------------------
@@ -548,21 +539,24 @@ class MemSearch:
     # -- lifecycle ------------------------------------------------------------------------
 
     def release_model(self) -> None:
-        """Let a loaded local model go (the next embedding loads it again): ``ModelLifecycle``."""
-        if self._embedder is not None:
-            self._embedder.release_model()
+        """Let loaded local models go (the next embedding loads them again): ``ModelLifecycle``."""
+        for model in (self._embedder, self._leg):
+            if model is not None:
+                model.release_model()
 
     def close(self) -> None:
-        """Close the store and the provider's connections (reopened on next use); hand an owned store on."""
+        """Close the store and the providers' connections (reopened on next use); hand an owned store on."""
         self._let_go()
-        if self._embedder is not None:
-            self._embedder.close()
+        for model in (self._embedder, self._leg):
+            if model is not None:
+                model.close()
 
     async def aclose(self) -> None:
         """:meth:`close` from a coroutine (the provider's client is closed on the running loop)."""
         self._let_go()
-        if self._embedder is not None:
-            await self._embedder.aclose()
+        for model in (self._embedder, self._leg):
+            if model is not None:
+                await model.aclose()
 
     def _let_go(self) -> None:
         """Close the store, then (the database free first) stop owning it if nothing else here uses it."""

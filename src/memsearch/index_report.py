@@ -47,6 +47,8 @@ class IndexReport:
     #: Paths given that do not exist and under which the index held nothing (a typo, most likely;
     #: a missing path it held files under has them removed, and a warning says so).
     missing_paths: tuple[str, ...] = ()
+    #: Chunks given their second vector by the multilingual leg in this run (``engine.multilingual``).
+    multilingual_embedded: int = 0
 
     @property
     def status(self) -> str:

@@ -24,6 +24,7 @@ FLAG_KEYS: dict[str, str] = {
     "batch_size": "embedding.batch_size",
     "base_url": "embedding.base_url",
     "api_key": "embedding.api_key",
+    "multilingual": "embedding.multilingual",
     "collection": "milvus.collection",
     "milvus_uri": "milvus.uri",
     "milvus_token": "milvus.token",

@@ -9,6 +9,7 @@ import click
 
 from memsearch.cli.options import common_options, indexing_options, resolve
 from memsearch.cli.render import plural, shown
+from memsearch.engine.index_pipeline import PhasedProgress
 from memsearch.errors import CommandInterruptedError, IndexingError
 
 
@@ -53,6 +54,8 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
     for warning in report.warnings:
         click.echo(f"Warning: {shown(warning)}", err=True)
     click.echo(f"Indexed {plural(report.indexed_chunks, 'chunk')}.")
+    if report.multilingual_embedded:
+        click.echo(f"Multilingual leg: second vectors for {plural(report.multilingual_embedded, 'chunk')}.")
     if report.missing_paths:
         from memsearch.errors import SourceFileNotFoundError
 
@@ -72,19 +75,30 @@ def index(paths: tuple[str, ...], force: bool, description: str | None, **flags:
         )
 
 
-class _Bar:
-    """A progress bar on stderr, only when stderr is a terminal (hooks and pipes stay quiet)."""
+class _Bar(PhasedProgress):
+    """A progress bar on stderr, only when stderr is a terminal (hooks and pipes stay quiet); one
+    bar per phase of the run (the chunks, then the multilingual leg's second vectors)."""
 
     def __init__(self) -> None:
         self._bar: Any = None
+        self._label = "Embedding"
+
+    def phase(self, label: str, total: int) -> None:
+        self._close()
+        self._label = label
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
-            self._bar = click.progressbar(length=total, label="Embedding", file=sys.stderr)
+            self._bar = click.progressbar(length=total, label=self._label, file=sys.stderr)
             self._bar.__enter__()
         self._bar.update(done - self._bar.pos)
         if done >= total:
+            self._close()
+
+    def _close(self) -> None:
+        if self._bar is not None:
             self._bar.__exit__(None, None, None)
+            self._bar = None
 
 
 def _progress_bar() -> _Bar | None:

@@ -52,7 +52,7 @@ common_options = _apply(
             "--provider",
             "-p",
             default=None,
-            help="Embedding provider (onnx, openai, ollama, google, voyage, jina, mistral, local).",
+            help="Embedding provider (onnx, openai, ollama, google, voyage, jina, mistral, local, use).",
         ),
         click.option(
             "--model", "-m", default=None, help="Embedding model (default: the provider's default)."
@@ -64,6 +64,12 @@ common_options = _apply(
             "--base-url", default=None, help="Base URL of an OpenAI-compatible or self-hosted embedding API."
         ),
         click.option("--api-key", default=None, help="Embedding API key (or env:VAR)."),
+        click.option(
+            "--multilingual/--no-multilingual",
+            default=None,
+            help="The multilingual leg: a second vector per chunk, so a question finds notes in "
+            "another language (embedding.multilingual; the multilingual extra).",
+        ),
         store_options,
     ]
 )

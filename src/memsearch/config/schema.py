@@ -154,6 +154,9 @@ class EmbeddingConfig:
     #: Total deadline of one request to a remote embedding API, seconds (0: the provider's default,
     #: 60 s; 300 s for Ollama, whose first request loads the model).
     timeout: float = 0
+    #: A second vector per chunk from the multilingual model (the ``use`` provider, the
+    #: ``multilingual`` extra), searched as a third leg: questions find notes in another language.
+    multilingual: bool = False
 
 
 @dataclass
@@ -450,6 +453,7 @@ def config_kwargs(cfg: MemSearchConfig) -> dict[str, Any]:
         "embedding_base_url": cfg.embedding.base_url or None,
         "embedding_api_key": cfg.embedding.api_key or None,
         "embedding_timeout": cfg.embedding.timeout,
+        "multilingual": cfg.embedding.multilingual,
         "milvus_uri": cfg.milvus.uri,
         "milvus_token": cfg.milvus.token or None,
         "collection": cfg.milvus.collection,

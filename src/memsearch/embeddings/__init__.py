@@ -4,7 +4,8 @@ This module owns the public face of ``memsearch.embeddings``: :class:`EmbeddingP
 interface, an ABC with defaults),
 :class:`ProviderSpec`, the :data:`PROVIDERS` table, :data:`DEFAULT_MODELS` (derived from it),
 :func:`register_provider` and :func:`get_provider`. Provider implementations live one per module
-(``onnx``, ``openai``, ``ollama``, ``google``, ``voyage``, ``jina``, ``mistral``, ``local``) and are
+(``onnx``, ``openai``, ``ollama``, ``google``, ``voyage``, ``jina``, ``mistral``, ``local``,
+``use``) and are
 imported only when :func:`get_provider` builds one, so importing this package stays cheap: no numpy,
 onnxruntime, openai or HTTP client is loaded here.
 
@@ -198,8 +199,9 @@ class ProviderSpec:
 _ALL = frozenset(OPTION_NAMES)
 _LOCAL = frozenset({"model", "batch_size"})
 
-#: The built-in providers. ``local`` needs sentence-transformers (the ``local`` extra); ``openai``
-#: uses the OpenAI SDK, which the base install includes; the rest need nothing beyond the base.
+#: The built-in providers. ``local`` needs sentence-transformers (the ``local`` extra), ``use`` the
+#: multilingual Universal Sentence Encoder (the ``multilingual`` extra); ``openai`` uses the OpenAI
+#: SDK, which the base install includes; the rest need nothing beyond the base.
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
@@ -253,6 +255,13 @@ PROVIDERS: dict[str, ProviderSpec] = {
         ),
         ProviderSpec(
             "local", "memsearch.embeddings.local:LocalEmbedding", "all-MiniLM-L6-v2", "local", _LOCAL
+        ),
+        ProviderSpec(
+            "use",
+            "memsearch.embeddings.use:UseEmbedding",
+            "universal-sentence-encoder-multilingual-3",
+            "multilingual",
+            _LOCAL,
         ),
     )
 }

@@ -360,3 +360,9 @@ class CachedEmbedder(EmbeddingProvider):
 
     async def embed_query(self, texts: list[str]) -> list[list[float]]:
         return await self.provider.embed_query(list(texts))
+
+
+def with_cache(provider: EmbeddingProvider) -> CachedEmbedder:
+    """``provider`` behind this user's embedding cache (``~/.memsearch/embedding-cache.sqlite``):
+    the default model's and the multilingual leg's vectors alike (each under its own namespace)."""
+    return CachedEmbedder(provider, EmbeddingCache(private.home() / "embedding-cache.sqlite"))

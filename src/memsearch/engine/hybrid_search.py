@@ -35,20 +35,31 @@ class Ranked:
     store: MilvusStore | None = None
     similarity: dict[str, float] = field(default_factory=dict)
     model: str = ""  # the embedding model (the similarity's calibration is per model)
+    #: The multilingual model's similarities of the candidates its leg returned, and the query's
+    #: vector of that model (the leg on; looked up for the other hits as :attr:`similarity` is).
+    crossing: dict[str, float] = field(default_factory=dict)
+    crossing_vector: Sequence[float] | None = None
 
     def add_relevance(self, query: str, hits: list[dict[str, Any]]) -> None:
         """Give each of ``hits`` (some of :attr:`hits`, after the cut) its ``relevance``
         (``memsearch.engine.relevance``). A hit the dense leg did not return gets its similarity
         from one dense call restricted to those chunks."""
         from memsearch.engine.relevance import QueryTerms, relevance
+        from memsearch.store.weights import MULTILINGUAL
 
         missing = [h["chunk_hash"] for h in hits if h["chunk_hash"] not in self.similarity]
         if missing and self.store is not None and self.vector:
             self.similarity.update(self.store.similarity(self.vector, missing))
+        missing = [h["chunk_hash"] for h in hits if h["chunk_hash"] not in self.crossing]
+        if missing and self.store is not None and self.crossing_vector is not None:
+            self.crossing.update(self.store.similarity(self.crossing_vector, missing, MULTILINGUAL))
         terms = QueryTerms.of(query)
         for hit in hits:
             content = str(hit.get("content") or "")
-            hit["relevance"] = relevance(terms, content, self.similarity.get(hit["chunk_hash"]), self.model)
+            key = hit["chunk_hash"]
+            hit["relevance"] = relevance(
+                terms, content, self.similarity.get(key), self.model, self.crossing.get(key)
+            )
 
 
 async def hybrid(ms: MemSearch, query: str, *, wanted: int, filters: Sequence[str] = ("",)) -> Ranked:
@@ -85,6 +96,7 @@ async def hybrid(ms: MemSearch, query: str, *, wanted: int, filters: Sequence[st
     # The store runs the legs not run yet and fuses them (MilvusStore.ranked: the one place), on a
     # worker thread: the memory service answers many clients from one event loop, and the store's
     # work (NumPy, which lets go of the GIL) then runs for two of them at once on two cores.
+    crossing = await _crossing_vector(ms, store, query)
     ranking = await asyncio.to_thread(
         store.ranked,
         vectors[0],
@@ -93,6 +105,7 @@ async def hybrid(ms: MemSearch, query: str, *, wanted: int, filters: Sequence[st
         filters=filters,
         weights=hybrid_weights(query),
         leg_hits=leg_hits,
+        multilingual=crossing,
     )
     hits = ranking.hits
     if ms._reranker_model and hits:
@@ -100,7 +113,24 @@ async def hybrid(ms: MemSearch, query: str, *, wanted: int, filters: Sequence[st
 
         keep = max(RERANK_CANDIDATES, wanted)
         hits = await rerank_async(query, hits[:keep], model_name=ms._reranker_model, top_k=keep)
-    return Ranked(hits, vectors[0], store, ranking.similarity, ms.model_name)
+    return Ranked(hits, vectors[0], store, ranking.similarity, ms.model_name, ranking.crossing, crossing)
+
+
+async def _crossing_vector(ms: MemSearch, store: MilvusStore, query: str) -> list[float] | None:
+    """The query's vector of the multilingual model, when ``ms`` has the leg on and the store has
+    its vectors (``engine.multilingual``); None otherwise (two legs). A store indexed before the
+    leg was turned on is searched with two legs, and says so once."""
+    if not ms._multilingual:
+        return None
+    if not store.multilingual.exists():
+        from memsearch.engine.multilingual import warn_no_vectors
+
+        warn_no_vectors(ms)
+        return None
+    from memsearch.engine.multilingual import leg_embedder
+
+    vectors = await _embed_query(leg_embedder(ms), query, ms._lifecycle.drops_after_use)
+    return vectors[0]
 
 
 async def _embed_query(embedder: EmbeddingProvider, query: str, release: bool) -> list[list[float]]:

@@ -28,6 +28,26 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 
+
+class PhasedProgress:
+    """A progress callback that is told when a run moves to another phase (the CLI's bar starts
+    a new bar with the phase's label): ``index`` embeds the chunks, then, with the multilingual leg
+    on, their second vectors (``engine.multilingual``). A plain ``(done, total)`` callable gets the
+    phases one after the other."""
+
+    def phase(self, label: str, total: int) -> None:
+        """A new phase of ``total`` steps begins (its ``(done, total)`` calls follow)."""
+
+    def __call__(self, done: int, total: int) -> None:
+        """``done`` of ``total`` steps of the current phase."""
+
+
+def start_phase(progress: Progress | None, label: str, total: int) -> None:
+    """Tell ``progress`` that a phase begins, when it is one that shows phases."""
+    if isinstance(progress, PhasedProgress):
+        progress.phase(label, total)
+
+
 #: Chunks embedded and upserted per step. The provider splits a step into its own (often tiny)
 #: batches; a larger step keeps Milvus upserts few and cheap.
 UPSERT_BATCH = 64
@@ -105,6 +125,7 @@ async def embed_and_store(
         if progress:
             progress(done, len(todo))
 
+    start_phase(progress, "Embedding", len(todo))
     if progress:
         progress(0, len(todo))
     try:

@@ -34,6 +34,7 @@ from memsearch.engine.index_pipeline import (
     finish_files,
     mark_new_chunks,
     retrieved,
+    start_phase,
 )
 from memsearch.engine.index_scan import (
     FileWork,
@@ -97,14 +98,21 @@ class IndexSettings:
     #: False: a contained index, where no link is read and nothing outside the paths (a project's
     #: memory folder, which ``git clone`` may fill with links to the user's secrets).
     follow_links: bool = True
+    #: The multilingual leg's model ("": the leg is off; ``engine.multilingual``).
+    multilingual: str = ""
 
     def fingerprint(self) -> dict[str, Any]:
-        """The settings whose change invalidates every chunk ID (stored in the manifest)."""
-        return {
+        """The settings whose change invalidates every chunk ID, and the multilingual leg's model
+        when it is on (stored in the manifest: turning the leg on makes the next run look at every
+        file, whose chunks then get their second vector)."""
+        found: dict[str, Any] = {
             "model": self.model,
             "max_chunk_size": self.max_chunk_size,
             "overlap_lines": self.overlap_lines,
         }
+        if self.multilingual:
+            found["multilingual"] = self.multilingual
+        return found
 
 
 def _missing_paths(scanned: Scanned, removed: list[str], warnings: list[str]) -> tuple[str, ...]:
@@ -138,10 +146,13 @@ class Indexer:
         lite_path: Path | None = None,
         model: Callable[[], str] | None = None,
         lifecycle: ModelLifecycle = ModelLifecycle.KEEP,
+        multilingual: Callable[[], EmbeddingProvider] | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
         self._embedder = embedder
+        #: The multilingual leg's embedder (None: the leg is off).
+        self._multilingual = multilingual
         self._manifest_file = manifest_file
         self._lite_path = lite_path
         self._model = model
@@ -259,6 +270,7 @@ class Indexer:
             store.flush()
         if stopped is not None:
             raise stopped.error
+        leg = await self._sync_leg(store, [w.source for w in work], progress)
         return IndexReport(
             embedded,
             total,
@@ -270,6 +282,7 @@ class Indexer:
             warnings=tuple(warnings),
             embed_seconds=round(self._clock.seconds, 3),
             missing_paths=missing,
+            multilingual_embedded=leg,
         )
 
     def _holds_under(self, path: Path) -> bool:
@@ -283,6 +296,19 @@ class Indexer:
             return False
         store = self._store()
         return store.exists and bool(store.sources_with_counts(str(real)))
+
+    async def _sync_leg(self, store: MilvusStore, sources: list[str], progress: Progress | None) -> int:
+        """With the multilingual leg on: the second vectors of the chunks of ``sources`` (of all
+        chunks when the sidecar is new or out of step); returns how many were embedded."""
+        if self._multilingual is None:
+            return 0
+        from memsearch.engine.multilingual import sync_sidecar
+
+        embedder = self._multilingual()
+        report = await sync_sidecar(store, embedder, sources=sources, progress=progress)
+        if self._lifecycle.drops_after_use:
+            embedder.release_model()
+        return report.embedded
 
     def _new_lite_file(self) -> bool:
         return self._lite_path is not None and not self._lite_path.exists()
@@ -358,12 +384,20 @@ class Indexer:
 
             raise SourceFileNotFoundError(f"File not found: {p}", hint="check the path")
         indexer = Indexer(
-            IndexSettings((str(p),), s.model, s.max_chunk_size, s.overlap_lines, follow_links=s.follow_links),
+            IndexSettings(
+                (str(p),),
+                s.model,
+                s.max_chunk_size,
+                s.overlap_lines,
+                follow_links=s.follow_links,
+                multilingual=s.multilingual,
+            ),
             store=self._store,
             embedder=self._embedder,
             manifest_file=self._manifest_file,
             lite_path=self._lite_path,
             model=self._model,
+            multilingual=self._multilingual,
         )
         report = await indexer.index()
         self.settings = replace(self.settings, model=indexer.settings.model)
@@ -434,6 +468,7 @@ class Indexer:
         missing = embedder.uncached([clean_content_for_embedding(c.content) for w in work for c in w.chunks])
         if not missing:
             return True
+        start_phase(progress, "Embedding", len(missing))
         if progress:
             progress(0, len(missing))
         with embedder.bulk():  # the model is let go below: laid out for throughput meanwhile

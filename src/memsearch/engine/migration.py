@@ -16,9 +16,16 @@ an unchanged folder stays a no-op that opens neither Milvus nor the model.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsearch.errors import OriginalModelMissingError
+
+if TYPE_CHECKING:
+    from memsearch.core import MemSearch
+
+logger = logging.getLogger("memsearch")
 
 #: The original memsearch 0.4.23's default onnx model, and the dimension of its vectors.
 ORIGINAL_MODEL = "gpahal/bge-m3-onnx-int8"
@@ -72,3 +79,23 @@ def remembered_model(provider: str, manifest_file: Path) -> str | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return ORIGINAL_MODEL if model == ORIGINAL_MODEL else None
+
+
+def settle(ms: MemSearch, dimension: int | None) -> None:
+    """With no model chosen, an index the original memsearch built with its default model
+    (bge-m3, 1024-d) is used with that model, from the local HuggingFace cache, else one clear
+    error (:func:`model_for_index`). ``dimension`` is the existing collection's (None: none)."""
+    if ms._model_chosen:
+        return
+    from memsearch.embeddings import DEFAULT_MODELS
+
+    default = DEFAULT_MODELS[ms._provider]
+    ms._use_model(model_for_index(ms._provider, default, dimension, ms._collection))
+    if ms._model == ORIGINAL_MODEL and not ms._announced:
+        ms._announced = True
+        logger.warning(
+            "memsearch: using the original memsearch's bge-m3 model for this index (%s, %d-d, "
+            "from the HuggingFace cache)",
+            ORIGINAL_MODEL,
+            ORIGINAL_DIMENSION,
+        )

@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memsearch.store.weights import text_script
+
 __all__ = ["CURVES", "QueryTerms", "features", "lexical_match", "relevance"]
 
 #: Han, kana and hangul (as ``store.fusion``'s CJK test).
@@ -78,10 +80,14 @@ class Curve:
 #: used with a model they were not fitted for.
 CURVES: dict[str, Curve] = {
     "en": Curve(-4.840, 9.595, 3.128),
-    "zh": Curve(-4.222, 4.093, 7.525),
+    "zh": Curve(-3.869, 3.422, 7.505),
     "en-lexical": Curve(-2.457, 0.0, 6.979),
-    "zh-lexical": Curve(-2.974, 0.0, 8.434),
+    "zh-lexical": Curve(-2.851, 0.0, 8.280),
 }
+#: A chunk in another script than the query's, found by the multilingual leg: a curve of the
+#: multilingual model's similarity alone (the default model and the word match know nothing across
+#: languages), fitted on the cross-lingual sets (``python -m evaluation.relevance``).
+CROSSING = Curve(-4.543, 14.889, 0.0)
 #: The model the similarity terms of :data:`CURVES` were fitted for.
 CALIBRATED_MODELS: frozenset[str] = frozenset({"sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"})
 
@@ -199,11 +205,19 @@ def features(terms: QueryTerms, content: str, similarity: float | None) -> tuple
     return (similarity if similarity is not None else 0.0), lexical_match(terms, content)
 
 
-def relevance(terms: QueryTerms, content: str, similarity: float | None, model: str = "") -> float:
+def relevance(
+    terms: QueryTerms, content: str, similarity: float | None, model: str = "", crossing: float | None = None
+) -> float:
     """The hit's relevance in [0, 1] (see the module docstring), rounded to 4 places. ``model``
-    is the embedding model; one the curves were not fitted for gets the lexical-only curve."""
+    is the embedding model; one the curves were not fitted for gets the lexical-only curve.
+    ``crossing``: the multilingual model's similarity (the multilingual leg); for a chunk in another
+    script than the query's, the larger of the two curves' answers (:data:`CROSSING`)."""
     sim, match = features(terms, content, similarity)
     script = "zh" if terms.cjk else "en"
     if model and model not in CALIBRATED_MODELS:
-        return round(CURVES[f"{script}-lexical"](sim, match, use_similarity=False), 4)
-    return round(CURVES[script](sim, match), 4)
+        found = CURVES[f"{script}-lexical"](sim, match, use_similarity=False)
+    else:
+        found = CURVES[script](sim, match)
+    if crossing is not None and text_script(content) != ("cjk" if terms.cjk else "other"):
+        found = max(found, CROSSING(crossing, 0.0))
+    return round(found, 4)

@@ -1,4 +1,4 @@
-"""Fusing the two retrievers: which legs exist, their weights for a query, and weighted RRF.
+"""Fusing the retrievers: which legs exist, and weighted RRF over their candidates.
 
 The fusion is computed here from the legs' raw hits, the same way on Milvus Lite and on a server
 (Milvus' own RRF ranker gives the same scores; only the order of exact ties may differ), so a
@@ -22,6 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memsearch.store.rows import QUERY_FIELDS
+from memsearch.store.weights import (
+    HYBRID_TILT,
+    MULTILINGUAL,
+    Weights,
+    as_weights,
+    hit_content,
+    hybrid_weights,
+    query_script,
+)
+
+__all__ = ["HYBRID_TILT", "LEGS", "MULTILINGUAL", "Weights", "fuse", "hybrid_weights", "query_script"]
 
 #: The two retrievers: leg -> (vector field, search params, its distance as a score). Milvus Lite
 #: reports BM25 negated (smaller = better), a server positive: abs() is the score on both. Cosine
@@ -32,6 +43,12 @@ LEGS: dict[str, tuple[str, dict[str, Any], Callable[[float], float]]] = {
 }
 #: What ``MilvusStore.search`` can ask: both legs fused by RRF, or one leg alone.
 SEARCH_MODES = ("hybrid", *LEGS)
+#: Every leg's distance as a score: the chunk collection's two, and the multilingual leg's (cosine
+#: similarity of the second vectors, in the store's sidecar: ``store.multilingual``).
+LEG_SCORES: dict[str, Callable[[float], float]] = {
+    **{leg: score for leg, (_, _, score) in LEGS.items()},
+    MULTILINGUAL: float,
+}
 
 #: RRF constant (as the original's ``RRFRanker(60)``). Fused scores are divided by the best score
 #: the legs can give together (rank 1 in both lists), so 1.0 means "top of both lists".
@@ -44,10 +61,6 @@ RRF_K = 60
 #: deeper candidates only order what those votes leave unplaced.
 VOTING_RANKS = 10
 
-#: Weight of the favoured leg in :func:`hybrid_weights` (the other leg has 1.0). Any value above
-#: ~1.15 makes the favoured leg win every tie and near-tie; on the evaluation sets 1.05-3 gave the
-#: same Recall@5 and 1.5 was within 0.01 MRR of the best everywhere (evaluation/README.md).
-HYBRID_TILT = 1.5
 #: A query word that names one thing (an identifier, error code, ticket number or hash): ASCII
 #: letters and digits, maybe joined by ``_ - . : # /``, at least 4 characters, and either mixing
 #: letters and digits, holding an underscore, in camelCase, or all digits.
@@ -58,20 +71,6 @@ _NAMES_ONE_THING = (
     re.compile(r"[a-z][A-Z]"),
     re.compile(r"^\d+$"),
 )
-#: Han, kana and hangul: scripts that general-purpose English embedding models read poorly and that
-#: the jieba BM25 analyzer segments.
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-
-
-def hybrid_weights(query: str) -> tuple[float, float]:
-    """(dense, BM25) fusion weights for ``query``: BM25 leads for CJK text, the dense leg otherwise.
-
-    Why: plain RRF lets the weaker leg drag the stronger one down. On the evaluation sets the dense
-    leg beats BM25 on English questions, while BM25 with Chinese segmentation beats the (English)
-    default model on Chinese by a wide margin; leaning towards the stronger leg made hybrid at
-    least as good as either leg alone on every set.
-    """
-    return (1.0, HYBRID_TILT) if _CJK_RE.search(query) else (HYBRID_TILT, 1.0)
 
 
 def exact_words(query: str) -> list[str]:
@@ -153,16 +152,18 @@ _key = hit_key
 
 @dataclass
 class Ranking:
-    """A hybrid search's candidates, fused and best first (``hits``: result dicts), and the
-    cosine similarity to the query of each candidate the dense leg returned (by chunk hash)."""
+    """A hybrid search's candidates, fused and best first (``hits``: result dicts), the cosine
+    similarity to the query of each candidate the dense leg returned (by chunk hash), and of each
+    the multilingual leg returned (``crossing``: the multilingual model's similarity)."""
 
     hits: list[dict[str, Any]]
     similarity: dict[str, float] = field(default_factory=dict)
+    crossing: dict[str, float] = field(default_factory=dict)
 
 
 def leg_score(hit: Any, leg: str) -> float:
     """A raw hit's score in ``leg``, higher is better (cosine similarity, or the BM25 score)."""
-    return LEGS[leg][2](float(hit.get("distance", 0.0)))
+    return LEG_SCORES[leg](float(hit.get("distance", 0.0)))
 
 
 def leg_order(hits: list[Any], leg: str) -> list[Any]:
@@ -187,46 +188,50 @@ def merge_legs(lists: list[list[Any]], leg: str, depth: int) -> list[Any]:
 
 def fuse(
     ranked: dict[str, list[Any]],
-    weights: tuple[float, float] | None,
+    weights: Weights | tuple[float, float] | None,
     top_k: int | None = None,
     query: str = "",
 ) -> list[dict[str, Any]]:
-    """Fuse the legs' raw hits (``{"dense": [...], "sparse": [...]}``, best first) by RRF; every
-    fused hit, or the first ``top_k``.
+    """Fuse the legs' raw hits (``{"dense": [...], "sparse": [...]}``, and ``"multilingual"`` when
+    that leg ran; each best first) by RRF; every fused hit, or the first ``top_k``.
 
-    ``weights`` (dense, BM25) weighs each leg's ``1 / (k + rank)``; ``None`` is plain RRF over every
-    rank, as in the original. Scores are normalised so rank 1 in every list scores 1.0. Hits are
-    visited heaviest leg first, so a tie keeps the heavier leg's order (and then that leg's
-    :func:`leg_order`).
+    ``weights`` weighs each leg's ``1 / (k + rank)`` (:class:`~memsearch.store.weights.Weights`:
+    per leg, by whether the chunk is in the query's script; a (dense, BM25) pair weighs every
+    chunk alike); ``None`` is plain RRF over every rank, as in the original. Scores are normalised
+    so rank 1 in every list that votes scores 1.0. Hits are visited heaviest leg first, so a tie
+    keeps the heavier leg's order (and then that leg's :func:`leg_order`).
 
     With weights (memsearch's fusion), only the first :data:`VOTING_RANKS` ranks of each leg vote:
-    the score is their weighted RRF, and a candidate below them in every leg scores 0, ordered
-    after the others by its deeper ranks. BM25 hits that hold a rare exact word of ``query``
-    (:func:`exact_words`, :func:`_exact_first`) come first, in BM25 order, scored as the best hit.
+    the score is their weighted RRF, and a candidate below them in every leg (or that no leg gives
+    weight) scores 0, ordered after the others by its deeper ranks. BM25 hits that hold a rare exact
+    word of ``query`` (:func:`exact_words`, :func:`_exact_first`) come first, in BM25 order, scored
+    as the best hit.
     """
-    weight = dict(zip(LEGS, weights or (1.0, 1.0), strict=True))
-    voting = VOTING_RANKS if weights else None
+    table = as_weights(weights)
+    voting = VOTING_RANKS if table else None
     scores: dict[str, float] = {}  # the votes: what the score is
     deep: dict[str, float] = {}  # every rank: orders what the votes leave tied
     hits: dict[str, Any] = {}
-    for name in sorted(ranked, key=lambda n: -weight[n]):
+    for name in sorted(ranked, key=lambda n: -(table.heaviest(n) if table else 1.0)):
         for rank, hit in enumerate(ranked[name], 1):
             key = _key(hit)
-            share = weight[name] / (RRF_K + rank)
+            hits.setdefault(key, hit)
+            weight = table.of(name, hit_content(hits[key])) if table else 1.0
+            share = weight / (RRF_K + rank)
             deep[key] = deep.get(key, 0.0) + share
             scores[key] = scores.get(key, 0.0) + (share if voting is None or rank <= voting else 0.0)
-            hits.setdefault(key, hit)
-    best = sum(weight[name] for name in ranked) / (RRF_K + 1)
+    best = (table.best(ranked) if table else len(ranked)) / (RRF_K + 1)
     # The slot looks at the voting ranks alone, so it too is the same at every candidate depth.
     voters = ranked.get("sparse", [])[:voting]
-    first = _exact_first(voters, exact_words(query)) if weights and query else []
+    first = _exact_first(voters, exact_words(query)) if table and query else []
     rest = sorted((k for k in scores if k not in first), key=lambda k: (-scores[k], -deep[k]))  # stable
     top = max(scores.values(), default=0.0)
     fused = []
     for key in (first + rest)[:top_k] if top_k is not None else first + rest:
         result = hit_to_result(hits[key], float)
         score = top if key in first else scores[key]
-        result["score"] = min(1.0, score / best)  # rank 1 in both: 1.0, not 1.0000000000000002
+        # rank 1 in every leg that votes: 1.0, not 1.0000000000000002
+        result["score"] = min(1.0, score / best) if best else 0.0
         fused.append(result)
     return fused
 

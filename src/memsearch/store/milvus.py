@@ -29,6 +29,7 @@ from memsearch.store.driver_errors import (
     quiet,
 )
 from memsearch.store.filters import escape_filter_value, source_equals, source_prefix_filter
+from memsearch.store.multilingual import Sidecar
 from memsearch.store.rows import QUERY_FIELDS, batches, chunked, prepare_rows, stored_value
 from memsearch.store.schema import chunk_schema
 from memsearch.store.searching import Searching
@@ -98,6 +99,7 @@ class MilvusStore(Searching):
         #: indexes), so that :meth:`drop` works on a damaged collection.
         self._adopt = adopt
         self._closed = False
+        self._sidecar: Sidecar | None = None
         path = self._location.path
         if path is not None and not self._create and not path.exists():
             return  # nothing to read, and a read must not create the database: connect on a write
@@ -330,44 +332,69 @@ class MilvusStore(Searching):
         return written
 
     def delete_by_source(self, source: str) -> None:
-        """Delete every chunk of one source file."""
+        """Delete every chunk of one source file (and its second vectors, :attr:`multilingual`)."""
         self._require_collection()
         self._guard(self._driver().delete, self._collection, filter=source_equals(source))
+        self.multilingual.delete_by_source(source)
 
     def delete_by_hashes(self, hashes: Iterable[str]) -> None:
-        """Delete chunks by primary key (no-op for none)."""
+        """Delete chunks by primary key, and their second vectors (no-op for none)."""
         ids = list(dict.fromkeys(hashes))
         if not ids:
             return
         self._require_collection()
         for batch in chunked(ids, DELETE_BATCH):
             self._guard(self._driver().delete, self._collection, ids=list(batch))
+        self.multilingual.delete_by_hashes(ids)
 
     def drop(self) -> None:
-        """Drop the collection if it exists (a no-op otherwise)."""
+        """Drop the collection and its sidecar if they exist (a no-op otherwise)."""
         if self._client is not None and self._guard(self._driver().has_collection, self._collection):
             self._guard(self._driver().drop_collection, self._collection)
+        self.multilingual.drop()
         self._exists = False
+
+    @property
+    def multilingual(self) -> Sidecar:
+        """The multilingual leg's vectors beside this collection (``store.multilingual``)."""
+        if self._sidecar is None:
+            self._sidecar = Sidecar(self)
+        return self._sidecar
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    def driver_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """One guarded call of the driver (for the sidecar, which shares this connection)."""
+        return self._guard(getattr(self._driver(), method), *args, **kwargs)
+
+    def driver(self) -> StoreDriver:
+        return self._driver()
 
     # -- scalar queries -----------------------------------------------------------------------
 
     def _iter_rows(self, filter_expr: str, fields: list[str]) -> Iterator[dict[str, Any]]:
-        """All rows matching ``filter_expr``, a page at a time.
+        """All rows matching ``filter_expr``, a page at a time (:meth:`iter_rows_of`)."""
+        self._require_collection()
+        return self.iter_rows_of(self._collection, filter_expr, fields)
+
+    def iter_rows_of(self, collection: str, filter_expr: str, fields: list[str]) -> Iterator[dict[str, Any]]:
+        """All rows of ``collection`` (this one, or its sidecar) matching ``filter_expr``.
 
         One plain query answers small results; when a full page comes back, a query iterator
         (primary-key cursor) walks the rest without Milvus's 16,384 offset+limit window.
         """
-        self._require_collection()
         page = max(1, int(self.page_size))
         first = self._guard(
-            self._driver().query, self._collection, filter=filter_expr, output_fields=fields, limit=page
+            self._driver().query, collection, filter=filter_expr, output_fields=fields, limit=page
         )
         if len(first) < page:
             yield from first
             return
         iterator = self._guard(
             self._driver().query_iterator,
-            self._collection,
+            collection,
             batch_size=page,
             filter=filter_expr,
             output_fields=fields,
@@ -481,12 +508,14 @@ class MilvusStore(Searching):
         after a run that changed anything."""
         self._require_collection()
         self._guard(self._driver().flush, self._collection)
+        self.multilingual.flush()
 
     def purge(self) -> dict[str, int]:
         """Take the bytes of deleted rows out of the store's files (``forget``, ``scan --redact``):
         Milvus Lite rewrites them now; a server is asked to compact (``StoreDriver.purge``)."""
         if not self.exists:
             return {}
+        self.multilingual.purge()  # a forgotten chunk's second vector leaves the disk too
         return dict(self._guard(self._driver().purge, self._collection))
 
     # -- lifecycle ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from memsearch.config.schema import DEFAULT_CANDIDATES
 from memsearch.store.filters import content_holds, escape_filter_value
 from memsearch.store.fusion import (
     LEGS,
+    MULTILINGUAL,
     SEARCH_MODES,
     Ranking,
     exact_holders_first,
@@ -27,9 +28,12 @@ from memsearch.store.fusion import (
     merge_legs,
 )
 from memsearch.store.rows import QUERY_FIELDS, chunked
+from memsearch.store.stopwords import bm25_query
+from memsearch.store.weights import Weights
 
 if TYPE_CHECKING:
     from memsearch.store.driver import StoreDriver
+    from memsearch.store.multilingual import Sidecar
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -57,6 +61,10 @@ class Searching:
     def _ready_analyzer(self) -> None:
         raise NotImplementedError
 
+    @property
+    def multilingual(self) -> Sidecar:
+        raise NotImplementedError
+
     # -- searching ----------------------------------------------------------------------------
 
     def search(
@@ -67,9 +75,10 @@ class Searching:
         top_k: int = 10,
         filter_expr: str = "",
         mode: str = "hybrid",
-        weights: tuple[float, float] | None = None,
+        weights: Weights | tuple[float, float] | None = None,
         leg_hits: Mapping[str, list[Any]] | None = None,
         candidates: int | None = None,
+        multilingual: Sequence[float] | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid dense + BM25 search fused by RRF (k=60); ``score`` is 1.0 for rank 1 in both lists.
 
@@ -84,7 +93,8 @@ class Searching:
         and the first ``top_k`` returned: with weights the default is
         :data:`~memsearch.config.schema.DEFAULT_CANDIDATES`, so the ranking does not depend on
         ``top_k`` (:meth:`ranked`); without, it is ``top_k``: the original's search, verbatim (its
-        best hit changes with ``top_k``). ``leg_hits``: see :meth:`ranked`.
+        best hit changes with ``top_k``). ``leg_hits`` and ``multilingual`` (the query's vector of
+        the multilingual model, for the third leg): see :meth:`ranked`.
         """
         if mode not in SEARCH_MODES:
             raise errors.ConfigValueError(
@@ -107,6 +117,7 @@ class Searching:
             filters=(filter_expr,),
             weights=weights,
             leg_hits=leg_hits,
+            multilingual=multilingual,
         )
         return ranking.hits[:top_k]
 
@@ -117,8 +128,9 @@ class Searching:
         query_text: str,
         depth: int,
         filters: Sequence[str] = ("",),
-        weights: tuple[float, float] | None = None,
+        weights: Weights | tuple[float, float] | None = None,
         leg_hits: Mapping[str, list[Any]] | None = None,
+        multilingual: Sequence[float] | None = None,
     ) -> Ranking:
         """Every candidate of a hybrid search, fused, best first: each leg's best ``depth`` hits
         among the rows any of ``filters`` selects (one call per filter and leg, merged by score:
@@ -129,6 +141,10 @@ class Searching:
         ``MemSearch.search`` runs the BM25 leg on a cold start while the model embeds the query.
         The legs not in it are run here. The ranking keeps each dense candidate's cosine
         similarity (:attr:`Ranking.similarity`) for the hits' relevance.
+
+        ``multilingual`` (the query's vector of the multilingual model) adds the third leg: the
+        nearest second vectors in the store's sidecar (:attr:`multilingual`), as the chunks the
+        collection holds (a vector whose chunk is gone is left out: the sidecar may lag).
         """
         queries: dict[str, Sequence[float] | str] = {"dense": query_embedding, "sparse": query_text}
         done = leg_hits or {}
@@ -137,8 +153,32 @@ class Searching:
         }
         if weights and query_text:
             legs["sparse"] = exact_holders_first(query_text, legs["sparse"], depth, self._holders(filters))
+        if multilingual is not None:
+            legs[MULTILINGUAL] = self._as_chunks(self.leg(MULTILINGUAL, multilingual, depth, filters), legs)
         similarity = {hit_key(hit): leg_score(hit, "dense") for hit in legs["dense"]}
-        return Ranking(fuse(legs, weights, None, query_text), similarity)
+        crossing = {hit_key(hit): leg_score(hit, MULTILINGUAL) for hit in legs.get(MULTILINGUAL, [])}
+        return Ranking(fuse(legs, weights, None, query_text), similarity, crossing)
+
+    def _as_chunks(self, found: list[Any], legs: Mapping[str, list[Any]]) -> list[Any]:
+        """The sidecar's hits (hash and source only) with their chunks' rows, in their order; a
+        hit whose chunk the collection no longer holds is left out."""
+        rows = {hit_key(hit): hit.get("entity") for hits in legs.values() for hit in hits}
+        missing = [key for key in map(hit_key, found) if key not in rows]
+        for batch in chunked(missing, SIMILARITY_BATCH):
+            values = ", ".join(f'"{escape_filter_value(h)}"' for h in batch)
+            for row in self._guard(
+                self._driver().query,
+                self._collection,
+                filter=f"chunk_hash in [{values}]",
+                output_fields=QUERY_FIELDS,
+                limit=len(batch),
+            ):
+                rows[str(row["chunk_hash"])] = row
+        return [
+            {"id": key, "distance": hit.get("distance", 0.0), "entity": rows[key]}
+            for hit in found
+            if (key := hit_key(hit)) in rows
+        ]
 
     def leg(
         self, leg: str, query: Sequence[float] | str, depth: int, filters: Sequence[str] = ("",)
@@ -166,17 +206,20 @@ class Searching:
                 return hits
             limit = min(limit * 2, MAX_LEG_HITS)
 
-    def similarity(self, query_embedding: Sequence[float], chunk_hashes: Iterable[str]) -> dict[str, float]:
+    def similarity(
+        self, query_embedding: Sequence[float], chunk_hashes: Iterable[str], leg: str = "dense"
+    ) -> dict[str, float]:
         """The cosine similarity of each chunk to ``query_embedding`` (by chunk hash; the chunks
-        that are gone are left out): the dense leg asked for those chunks alone."""
+        that are gone, or that have no second vector, are left out): the dense leg (or the
+        multilingual one, with that model's vector) asked for those chunks alone."""
         wanted = list(dict.fromkeys(chunk_hashes))
         found: dict[str, float] = {}
         for batch in chunked(wanted, SIMILARITY_BATCH):
             values = ", ".join(f'"{escape_filter_value(h)}"' for h in batch)
             hits = self.search_leg(
-                "dense", query_embedding, top_k=len(batch), filter_expr=f"chunk_hash in [{values}]"
+                leg, query_embedding, top_k=len(batch), filter_expr=f"chunk_hash in [{values}]"
             )
-            found.update({hit_key(hit): leg_score(hit, "dense") for hit in hits})
+            found.update({hit_key(hit): leg_score(hit, leg) for hit in hits})
         return found
 
     def _holders(self, filters: Sequence[str]) -> Callable[[str, int], list[dict[str, Any]]]:
@@ -207,15 +250,21 @@ class Searching:
         ``"sparse"`` (``query`` is the text, scored by BM25). Combine legs with :func:`fuse`.
 
         The two legs are separate calls so a caller can run the BM25 leg before the query vector
-        exists (``MemSearch.search`` does on a cold start, while the model loads).
+        exists (``MemSearch.search`` does on a cold start, while the model loads). BM25 searches
+        the query's words without Chinese function words (:func:`~memsearch.store.stopwords.bm25_query`).
+        ``"multilingual"`` (``query`` is the multilingual model's vector) searches the sidecar: its
+        hits hold the chunk hash and source only.
         """
         self._require_collection()
         if top_k <= 0:
             return []
+        if leg == MULTILINGUAL:
+            assert not isinstance(query, str), "the multilingual leg searches with a vector"
+            return self.multilingual.search(query, limit=top_k, filter_expr=filter_expr)
         field, params, _ = LEGS[leg]
         if leg == "sparse":
             self._ready_analyzer()
-        data: list[Any] = [query or ""] if leg == "sparse" else [list(query)]
+        data: list[Any] = [bm25_query(str(query or ""))] if leg == "sparse" else [list(query)]
         try:
             found = self._guard(
                 self._driver().search,
