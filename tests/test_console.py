@@ -230,6 +230,31 @@ def test_search_expand_and_the_conversation_behind_it(isolated_env: Path) -> Non
         assert bad.status == 400 and "Error: " in bad.body and 'name="q"' in bad.body
 
 
+def test_an_expansion_of_several_entries_links_each_conversation(isolated_env: Path) -> None:
+    """One chunk can hold several entries (two anchored turns under one heading, as when a capture
+    and a `remember` land in the same minute): the expansion links each one's conversation, named,
+    not only the first's."""
+    world = journal_world(isolated_env)
+    (journal,) = [p for p in world.memory.glob("2*.md") if "KESTREL-11" in p.read_text()]
+    text = journal.read_text()
+    first = "- Claude Code traced it to atomic saves.\n"
+    transcript = next(world.home.glob(".claude/projects/*/*.jsonl"))
+    second = f"<!-- session:{CLAUDE_SESSION} turn:t-second transcript:{transcript} -->\n"
+    journal.write_text(text.replace(first, first + second + "- User asked to pin the fix (PLOVER-5).\n", 1))
+    with running_console(cwd=world.project) as ui:
+        hit = json.loads(ui.get("/api/search?q=pin+the+fix+PLOVER-5").body)["hits"][0]
+        assert "PLOVER-5" in hit["content"] and "KESTREL-11" in hit["content"]
+        expand = ui.get(f"/expand?chunk={hit['chunk_hash']}").body
+        links = re.findall(r'href="(/transcript\?[^"]+)">(conversation[^<]*)<', expand)
+        assert [name for _, name in links] == [
+            f"conversation (Claude Code, turn {CLAUDE_TURN})",
+            "conversation (Claude Code, turn t-second)",
+        ], expand
+        assert "turn=t-second" in links[1][0].replace("&amp;", "&")
+        opened = ui.get(links[0][0].replace("&amp;", "&")).body
+        assert re.search(rf'class="turn turn-user selected" id="turn-{CLAUDE_TURN}"', opened)
+
+
 def test_a_conversation_memsearch_did_not_record_is_not_opened(isolated_env: Path) -> None:
     world = journal_world(isolated_env)
     planted = isolated_env / "elsewhere.jsonl"

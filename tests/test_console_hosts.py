@@ -215,7 +215,9 @@ def test_search_expand_and_the_conversation_in_the_browser(built: Built) -> None
         hit = page.locator("li.hit", has_text="blue-green").first
         hit.locator(".actions a", has_text="expand").click()
         assert claude.BULLETS[1][2:] in page.locator("pre.memory").inner_text()
-        page.locator("a", has_text="conversation").click()
+        # the section may hold the MCP `remember` entry too (written in the same minute): each entry
+        # has its conversation link; Claude Code's opens this turn
+        page.locator(".actions a[href*='host=claude-code']", has_text="conversation").click()
         selected = page.locator(".turn.selected").inner_text()
         assert claude.QUESTION in selected
         assert claude.ANSWER in page.locator(".conversation").inner_text()

@@ -220,8 +220,12 @@ def _expansion(project: Project, result: Expansion) -> Raw:
     from memsearch.engine.journal import parse_anchor_fields
 
     key = project.key
-    fields = parse_anchor_fields(result.content) or {}
-    conversation = _conversation_link(project, fields)
+    # A journal section can hold several entries (turns of one session, a `remember` beside them):
+    # each gets its conversation, named by host and turn when there is more than one.
+    anchors = [f for line in result.content.splitlines() if (f := parse_anchor_fields(line))]
+    fields = anchors[0] if anchors else {}
+    links = [_conversation_link(project, f, named=len(anchors) > 1) for f in anchors]
+    conversations = [part for found in links if found is not None for part in (found, " ")]
     return el(
         "article",
         el(
@@ -238,8 +242,7 @@ def _expansion(project: Project, result: Expansion) -> Raw:
         el("pre", shown(result.content), class_="memory"),
         el(
             "p",
-            conversation,
-            " ",
+            *conversations,
             el("a", "forget", href=url("/forget", p=key, chunk=result.chunk_hash), class_="forget"),
             class_="actions",
         ),
@@ -260,7 +263,9 @@ def _anchor_line(fields: dict[str, str]) -> Raw | None:
     return el("p", parts, class_="anchor")
 
 
-def _conversation_link(project: Project, fields: dict[str, str]) -> Raw | None:
+def _conversation_link(project: Project, fields: dict[str, str], *, named: bool = False) -> Raw | None:
+    """The link to the conversation an entry's anchor names; ``named``: its text says whose
+    (host and turn), for an expansion that holds several entries."""
     from memsearch.engine.expand import anchor_host
     from memsearch.engine.journal import TRANSCRIPT_FIELDS
 
@@ -272,9 +277,8 @@ def _conversation_link(project: Project, fields: dict[str, str]) -> Raw | None:
     turn = fields.get("turn") or fields.get("turn_id")
     session = fields.get("session")  # a database holds many sessions (OpenCode, OpenClaw)
     host = anchor_host(fields)
-    return link(
-        "conversation", "/transcript", p=project.key, path=where, turn=turn, session=session, host=host
-    )
+    text = f"conversation ({host_name(host or 'hand')}, turn {turn})" if named and turn else "conversation"
+    return link(text, "/transcript", p=project.key, path=where, turn=turn, session=session, host=host)
 
 
 def _unindexed(console: Console, request: Request, project: Project, path: Path, line: int) -> Reply:
