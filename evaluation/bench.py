@@ -44,6 +44,7 @@ if __package__ in (None, ""):  # run as a script (python evaluation/bench.py): f
 
 from evaluation import console_bench  # noqa: E402
 from evaluation.original import (  # noqa: E402
+    LOCAL_KEY,
     MODEL,
     original_cli,
     original_python,
@@ -249,7 +250,7 @@ class Tool:
             **os.environ,
             "HOME": str(home),
             "HF_HUB_OFFLINE": "1",
-            "OPENAI_API_KEY": "sk-local",
+            "OPENAI_API_KEY": LOCAL_KEY,
             "MEMSEARCH_SERVICE_AUTOSTART": "0",
             **self.extra_env,
         }
@@ -514,7 +515,8 @@ if os.environ.get("BENCH_MULTILINGUAL"):  # ours with the multilingual leg on (t
 
 async def main():
     ms = MemSearch([memory], embedding_provider="openai", embedding_model=model,
-                   embedding_base_url=base_url, embedding_api_key="sk-local", milvus_uri=uri, **extra)
+                   embedding_base_url=base_url, embedding_api_key=os.environ["OPENAI_API_KEY"],
+                   milvus_uri=uri, **extra)
     try:
         if mode == "build":
             return {"chunks": await ms.index()}

@@ -37,6 +37,9 @@ from evaluation.compat import source_release
 ORIGINAL = "memsearch==0.4.23"
 #: The model name both tools send; it is part of every chunk ID.
 MODEL = "all-MiniLM-L6-v2"
+#: The API key the local embedding endpoints take: any value does; one name, so no file of the
+#: repository carries a key-shaped literal (the detector's false-positive test reads them all).
+LOCAL_KEY = "sk-local"
 #: The model's dimension, which the hashing endpoint answers with too.
 DIMENSION = 384
 

@@ -147,11 +147,11 @@ def search_kwargs(tool: Tool, model_url: str) -> dict[str, Any]:
     the original: the model endpoint)."""
     kwargs: dict[str, Any] = {"milvus_uri": str(tool.db)}
     if tool.name != "ours":
-        from evaluation.original import MODEL
+        from evaluation.original import LOCAL_KEY, MODEL
 
         kwargs.update(
             embedding_provider="openai", embedding_model=MODEL, embedding_base_url=model_url,
-            embedding_api_key="sk-local",
+            embedding_api_key=LOCAL_KEY,
         )  # fmt: skip
     return kwargs
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation import scale_corpus
-from evaluation.original import MODEL, original_cli, original_python
+from evaluation.original import LOCAL_KEY, MODEL, original_cli, original_python
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "evaluation" / ".cache" / "scale"
@@ -43,12 +43,12 @@ BUILD_VERSION = 1
 #: hashing endpoint; ours without its embedding cache (the measured commands must not find hashed
 #: vectors there; the original has none).
 _BUILD = r"""
-import asyncio, json, sys, time
+import asyncio, json, os, sys, time
 from memsearch import MemSearch
 
 paths, uri, model, base_url, cache = json.loads(sys.argv[1])
 kwargs = dict(embedding_provider="openai", embedding_model=model, embedding_base_url=base_url,
-              embedding_api_key="sk-local", milvus_uri=uri)
+              embedding_api_key=os.environ["OPENAI_API_KEY"], milvus_uri=uri)
 if not cache:
     kwargs["embedding_cache"] = False
 start = time.perf_counter()
@@ -82,7 +82,7 @@ class Tool:
             **base,
             **({"PYTHONPATH": path} if path and self.name == "ours" else {}),
             "HOME": str(self.home),
-            "OPENAI_API_KEY": "sk-local",
+            "OPENAI_API_KEY": LOCAL_KEY,
             "HF_HUB_OFFLINE": "1",
             "PYTHONUNBUFFERED": "1",
             "MEMSEARCH_SERVICE_AUTOSTART": "0",

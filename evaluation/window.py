@@ -26,7 +26,7 @@ from pathlib import Path
 
 async def measure(folder: Path, url: str, sizes: list[int]) -> list[str]:
     from evaluation import gen_corpus
-    from evaluation.original import MODEL
+    from evaluation.original import LOCAL_KEY, MODEL
     from memsearch import MemSearch
 
     queries = gen_corpus.QUERIES
@@ -38,7 +38,7 @@ async def measure(folder: Path, url: str, sizes: list[int]) -> list[str]:
         embedding_provider="openai",
         embedding_model=MODEL,
         embedding_base_url=url,
-        embedding_api_key="sk-local",
+        embedding_api_key=LOCAL_KEY,
     )
     try:
         started = time.perf_counter()

@@ -215,12 +215,20 @@ def test_search_expand_and_the_conversation_in_the_browser(built: Built) -> None
         hit = page.locator("li.hit", has_text="blue-green").first
         hit.locator(".actions a", has_text="expand").click()
         assert claude.BULLETS[1][2:] in page.locator("pre.memory").inner_text()
-        # the section may hold the MCP `remember` entry too (written in the same minute): each entry
-        # has its conversation link; Claude Code's opens this turn
-        page.locator(".actions a[href*='host=claude-code']", has_text="conversation").click()
-        selected = page.locator(".turn.selected").inner_text()
-        assert claude.QUESTION in selected
-        assert claude.ANSWER in page.locator(".conversation").inner_text()
+        # the session's section may hold its later turn too (the one that called MCP `remember`):
+        # each entry has its conversation link, and one of them opens this turn
+        links = page.locator(".actions a", has_text="conversation")
+        hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+        assert hrefs and all(hrefs), hrefs
+        opened = []
+        for href in hrefs:
+            page.goto(f"{ui.base}{href}")
+            opened.append(
+                (page.locator(".turn.selected").inner_text(), page.locator(".conversation").inner_text())
+            )
+        assert any(claude.QUESTION in selected and claude.ANSWER in whole for selected, whole in opened), (
+            opened
+        )
 
 
 def test_accepting_a_skill_candidate_installs_it_as_skills_install_would(built: Built) -> None:

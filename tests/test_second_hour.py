@@ -133,7 +133,7 @@ def test_ctrl_c_at_a_config_init_question_writes_nothing_and_says_so() -> None:
             "embedding.provider",
             "onxx",
             "Error: Invalid value for 'embedding.provider': unknown embedding provider 'onxx'. Hint: did "
-            "you mean 'onnx'? Use one of: google, jina, local, mistral, ollama, onnx, openai, voyage.",
+            "you mean 'onnx'? Use one of: google, jina, local, mistral, ollama, onnx, openai, use, voyage.",
         ),
         (
             "milvus.uri",

@@ -653,9 +653,13 @@ def test_lite_engine_failures_of_any_type_become_store_errors(tmp_path: Path) ->
 
 
 def test_driver_errors_become_store_errors(open_store: Callable[..., MilvusStore]) -> None:
+    from memsearch.store.lite import fast_path_line
+
     opened = open_store()
+    state = fast_path_line()
     with pytest.raises(errors.StoreError) as info:
         opened.query(filter_expr="this is (( not a filter")
+    assert fast_path_line() == state  # the caller's filter, not a failure of the Lite fast path
     assert type(info.value) is errors.StoreError
     assert info.value.message.startswith("Milvus error")
     assert "not a filter" in info.value.message or "expected" in info.value.message

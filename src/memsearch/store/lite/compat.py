@@ -104,8 +104,11 @@ def warn_off(why: str) -> None:
 
 def failed(exc: BaseException) -> None:
     """A fast-path failure at run time (the engine answered that call): counted for ``stats``, and
-    warned once per process."""
+    warned once per process. A filter the engine's own parser refuses is the caller's mistake, not
+    the fast path's: the engine answers it with the same error, and nothing is counted."""
     global _failures, _last_failure
+    if _is_filter_error(exc):
+        return
     with _lock:
         _failures += 1
         _last_failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -114,6 +117,14 @@ def failed(exc: BaseException) -> None:
         f"Milvus Lite fast search path failed ({_last_failure}); the engine's own search answered: "
         "same results, several times slower (`memsearch stats` counts the failures)"
     )
+
+
+def _is_filter_error(exc: BaseException) -> bool:
+    try:
+        from milvus_lite.search.filter.exceptions import FilterError
+    except ImportError:  # another milvus-lite layout: count it (the drift check will say why)
+        return False
+    return isinstance(exc, FilterError)
 
 
 def _warn_once(line: str) -> None:
