@@ -212,20 +212,24 @@ def test_search_expand_and_the_conversation_in_the_browser(built: Built) -> None
         page = ctx.new_page()
         page.goto(ui.login_url)
         page.goto(f"{ui.base}/search?q=zebra-ledger+rollout+blue-green")
-        hit = page.locator("li.hit", has_text="blue-green").first
-        hit.locator(".actions a", has_text="expand").click()
-        assert claude.BULLETS[1][2:] in page.locator("pre.memory").inner_text()
-        # the session's section may hold its later turn too (the one that called MCP `remember`):
-        # each entry has its conversation link, and one of them opens this turn
-        links = page.locator(".actions a", has_text="conversation")
-        hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
-        assert hrefs and all(hrefs), hrefs
+        # The fake model summarises every turn of the session alike, so the later turn (the one that
+        # called MCP `remember`) has an entry with the same bullets: equal hits, either may come
+        # first. From the hits, expand, then each conversation link: one opens the question's turn.
+        hits = page.locator("li.hit", has_text="blue-green")
+        expands = [
+            hits.nth(i).locator(".actions a", has_text="expand").get_attribute("href")
+            for i in range(hits.count())
+        ]
+        assert expands and all(expands), expands
         opened = []
-        for href in hrefs:
-            page.goto(f"{ui.base}{href}")
-            opened.append(
-                (page.locator(".turn.selected").inner_text(), page.locator(".conversation").inner_text())
-            )
+        for expand in expands:
+            page.goto(f"{ui.base}{expand}")
+            assert claude.BULLETS[1][2:] in page.locator("pre.memory").inner_text()
+            links = page.locator(".actions a", has_text="conversation")
+            for href in [links.nth(i).get_attribute("href") for i in range(links.count())]:
+                page.goto(f"{ui.base}{href}")
+                selected = page.locator(".turn.selected").inner_text()
+                opened.append((selected, page.locator(".conversation").inner_text()))
         assert any(claude.QUESTION in selected and claude.ANSWER in whole for selected, whole in opened), (
             opened
         )

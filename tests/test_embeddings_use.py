@@ -49,6 +49,42 @@ def test_it_runs_one_model_and_says_so() -> None:
     assert "one model" in str(info.value) and "embedding.model" in info.value.hint
 
 
+def test_the_model_runs_on_one_blas_thread() -> None:
+    """numpy's BLAS held to one thread while USE encodes (threadpoolctl, pinned in the extra: without
+    it the package ignores its thread count and BLAS takes every core, ~100 ms a query on a busy
+    2-core machine instead of ~15)."""
+    from threadpoolctl import threadpool_info
+
+    from memsearch.embeddings.use import UseEmbedding
+
+    seen: list[list[int]] = []
+    model = UseEmbedding._loaded()
+    backend = model._model
+    forward = backend._threadpool
+
+    def watching(**limits: object) -> object:
+        context = forward(**limits)
+        seen.append([])
+
+        class Watch:
+            def __enter__(self) -> object:
+                entered = context.__enter__()
+                seen[-1] = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+                return entered
+
+            def __exit__(self, *exc: object) -> object:
+                return context.__exit__(*exc)
+
+        return Watch()
+
+    backend._threadpool = watching
+    try:
+        model.encode(["一个中文句子", "an English sentence"])
+    finally:
+        backend._threadpool = forward
+    assert seen and seen[-1] and set(seen[-1]) == {1}, seen
+
+
 def test_without_the_extra_the_error_names_it() -> None:
     """In a process where the package cannot be imported (None in sys.modules, as if it were not
     installed), asking for the provider is one error with the install command."""

@@ -17,7 +17,6 @@ embedded alike, and every text is read whole (no token limit; the cost grows wit
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from typing import Any, ClassVar
 
@@ -58,9 +57,12 @@ class UseEmbedding(BatchingEmbedder):
     def _loaded(cls) -> Any:
         with cls._lock:
             if cls._shared is None:
-                # As many BLAS threads as the ONNX provider uses (threadpoolctl, when installed,
-                # applies it; numpy's own default is every core).
-                cls._shared = USE(threads=max(1, min(4, os.cpu_count() or 1)))
+                # One BLAS thread (threadpoolctl, pinned in the extra, applies it; numpy's own
+                # default is every core). Measured on the 2-core machine (evaluation/README.md,
+                # "The multilingual leg's cost"): quiet, one thread is within 15 % of two (2.3 vs
+                # 2.0 ms a query); busy, two threads fight over the cores and a query takes
+                # ~100 ms against ~15 ms. The default model's ONNX session runs beside it.
+                cls._shared = USE(threads=1)
             return cls._shared
 
     def warm(self) -> None:
