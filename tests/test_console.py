@@ -231,9 +231,8 @@ def test_search_expand_and_the_conversation_behind_it(isolated_env: Path) -> Non
 
 
 def test_an_expansion_of_several_entries_links_each_conversation(isolated_env: Path) -> None:
-    """One chunk can hold several entries (two anchored turns under one heading, as when a capture
-    and a `remember` land in the same minute): the expansion links each one's conversation, named,
-    not only the first's."""
+    """One chunk can hold several entries (two anchored turns under one heading, written by hand or
+    by another tool): the expansion links each one's conversation, named, not only the first's."""
     world = journal_world(isolated_env)
     (journal,) = [p for p in world.memory.glob("2*.md") if "KESTREL-11" in p.read_text()]
     text = journal.read_text()

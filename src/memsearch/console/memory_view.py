@@ -220,8 +220,8 @@ def _expansion(project: Project, result: Expansion) -> Raw:
     from memsearch.engine.journal import parse_anchor_fields
 
     key = project.key
-    # A journal section can hold several entries (turns of one session, a `remember` beside them):
-    # each gets its conversation, named by host and turn when there is more than one.
+    # One chunk can hold several anchored entries (written under one heading, by hand or by another
+    # tool): each gets its conversation, named by host and turn when there is more than one.
     anchors = [f for line in result.content.splitlines() if (f := parse_anchor_fields(line))]
     fields = anchors[0] if anchors else {}
     links = [_conversation_link(project, f, named=len(anchors) > 1) for f in anchors]
