@@ -421,6 +421,10 @@ class CodexAppError(ConfigError):
     """``codex app-server`` could not be started or did not answer as expected."""
 
 
+class CodexNoAnswerError(CodexAppError):
+    """``codex app-server`` gave no answer in time: taken for stuck (asked again from a fresh one)."""
+
+
 class HookUsageError(MemSearchError):
     """A shim asked for a platform or event that does not exist (a broken plugin install)."""
 

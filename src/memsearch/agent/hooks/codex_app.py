@@ -15,24 +15,39 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import select
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from memsearch.errors import CodexAppError
+from memsearch.errors import CodexAppError, CodexNoAnswerError
 
-__all__ = ["CodexApp", "CodexAppError", "HookStatus", "codex_executable", "our_hooks", "trust_our_hooks"]
+__all__ = [
+    "CodexApp",
+    "CodexAppError",
+    "HookStatus",
+    "asked",
+    "codex_executable",
+    "our_hooks",
+    "trust_our_hooks",
+]
 
-#: Seconds one app-server request may take. It answers in well under one on an idle laptop, but
-#: its first answer waits for its start-up, which can take tens of seconds on a busy machine
-#: (docs/scaling.md); install and doctor are one-off commands, so waiting
-#: longer costs little and a spurious "no answer" costs a user a failed install.
-REQUEST_TIMEOUT = 60.0
+#: Seconds the first answer (``initialize``) may take. It comes in well under one on an idle
+#: laptop, but waits for the app-server's start-up, which can take tens of seconds on a busy
+#: machine; install and doctor are one-off commands, so waiting longer costs little and a spurious
+#: "no answer" costs a user a failed install.
+START_TIMEOUT = 60.0
+#: Seconds a later request may take: the server is up and answers at once (0.00 s for
+#: ``hooks/list`` here). Once, in a suite run with both cores busy, ``hooks/list`` got no answer
+#: within 60 s after ``initialize`` had been answered; a server that stays silent that long is
+#: taken for stuck, and :func:`asked` asks a fresh one once more.
+ANSWER_TIMEOUT = 30.0
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -71,10 +86,13 @@ class CodexApp:
                 cwd=cwd,
                 text=True,
             )
+            self._pending = b""  # what was read from its stdout and not yet taken as messages
         except OSError as exc:
             raise CodexAppError(f"could not start `{codex} app-server`: {exc.strerror or exc}") from None
         self._ids = iter(range(1, 1 << 30))
-        self.request("initialize", {"clientInfo": {"name": "memsearch", "version": _version()}})
+        self.request(
+            "initialize", {"clientInfo": {"name": "memsearch", "version": _version()}}, timeout=START_TIMEOUT
+        )
         self._send({"method": "initialized"})
 
     def __enter__(self) -> CodexApp:
@@ -92,6 +110,8 @@ class CodexApp:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
     def _send(self, message: Mapping[str, Any]) -> None:
         assert self._proc.stdin is not None
@@ -101,33 +121,46 @@ class CodexApp:
         except OSError as exc:
             raise CodexAppError(f"codex app-server stopped: {exc.strerror or exc}") from None
 
-    def request(self, method: str, params: Mapping[str, Any]) -> Any:
-        """Send one request and return its ``result`` (notifications in between are skipped)."""
+    def request(self, method: str, params: Mapping[str, Any], *, timeout: float = ANSWER_TIMEOUT) -> Any:
+        """Send one request and return its ``result``. Notifications in between are skipped; a
+        request of the server's own (an ``id`` and a ``method``) is answered "not handled" at once,
+        so the server never waits on us for what memsearch does not do."""
         number = next(self._ids)
         self._send({"id": number, "method": method, "params": dict(params)})
-        for message in self._messages(time.monotonic() + REQUEST_TIMEOUT):
+        for message in self._messages(time.monotonic() + timeout):
+            if "method" in message and "id" in message:
+                refusal = {"code": -32601, "message": f"memsearch does not handle {message['method']}"}
+                self._send({"id": message["id"], "error": refusal})
+                continue
             if message.get("id") != number:
                 continue
             if "error" in message:
                 detail = message["error"].get("message") if isinstance(message["error"], dict) else None
                 raise CodexAppError(f"codex app-server refused {method}: {detail or message['error']}")
             return message.get("result")
-        raise CodexAppError(f"codex app-server gave no answer to {method} within {REQUEST_TIMEOUT:g} s")
+        raise CodexNoAnswerError(f"codex app-server gave no answer to {method} within {timeout:g} s")
 
     def _messages(self, deadline: float) -> Iterator[dict[str, Any]]:
+        """The server's messages until ``deadline``. Read from the pipe's descriptor into our own
+        buffer: a buffered ``readline`` would take two messages written together (a notification
+        and the answer) into the file object's buffer, where ``select`` does not see the second,
+        and the answer would wait there until the deadline."""
         out = self._proc.stdout
         assert out is not None
-        while (left := deadline - time.monotonic()) > 0:
-            ready, _, _ = select.select([out], [], [], left)
-            if not ready:
+        while True:
+            while b"\n" in self._pending:
+                line, _, self._pending = self._pending.partition(b"\n")
+                with contextlib.suppress(ValueError):
+                    message = json.loads(line)
+                    if isinstance(message, dict):
+                        yield message
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([out], [], [], left)[0]:
                 return
-            line = out.readline()
-            if not line:
+            data = os.read(out.fileno(), 65536)
+            if not data:
                 raise CodexAppError("codex app-server exited before answering")
-            with contextlib.suppress(ValueError):
-                message = json.loads(line)
-                if isinstance(message, dict):
-                    yield message
+            self._pending += data
 
     def hooks(self, cwd: Path) -> list[HookStatus]:
         """Every hook Codex would consider for a session in ``cwd``."""
@@ -170,14 +203,28 @@ def our_hooks(hooks: Sequence[HookStatus], markers: Sequence[str]) -> list[HookS
     return [hook for hook in hooks if any(marker in hook.command for marker in markers)]
 
 
+def asked(codex: str, env: Mapping[str, str], cwd: Path, work: Callable[[CodexApp], _T]) -> _T:
+    """``work`` done with a running app-server; when that server stops answering, once more with a
+    fresh one (every request here is a read or a write Codex applies whole, so repeating is safe)."""
+    try:
+        with CodexApp(codex, env, cwd) as app:
+            return work(app)
+    except CodexNoAnswerError:
+        with CodexApp(codex, env, cwd) as app:
+            return work(app)
+
+
 def trust_our_hooks(
     codex: str, env: Mapping[str, str], cwd: Path, markers: Sequence[str]
 ) -> list[HookStatus]:
     """Trust the memsearch hooks Codex sees (and only those); returns them as Codex then sees them."""
-    with CodexApp(codex, env, cwd) as app:
+
+    def trusted(app: CodexApp) -> list[HookStatus]:
         ours = our_hooks(app.hooks(cwd), markers)
         pending = [hook for hook in ours if hook.trust in ("untrusted", "modified")]
         if pending:
             app.trust(pending)
             ours = our_hooks(app.hooks(cwd), markers)
-    return ours
+        return ours
+
+    return asked(codex, env, cwd, trusted)

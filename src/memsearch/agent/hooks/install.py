@@ -299,7 +299,7 @@ def doctor_codex(*, home: Path | None = None, env: Mapping[str, str] | None = No
     """Whether Codex will run the memsearch hooks: installed, switched on, and trusted — as Codex
     itself reports them (``codex app-server`` ``hooks/list``). Raises :class:`ConfigError` listing
     what is wrong, so the command exits non-zero."""
-    from memsearch.agent.hooks.codex_app import CodexApp, CodexAppError, codex_executable, our_hooks
+    from memsearch.agent.hooks.codex_app import CodexAppError, asked, codex_executable, our_hooks
 
     env = os.environ if env is None else env
     home = home or Path.home()
@@ -308,8 +308,7 @@ def doctor_codex(*, home: Path | None = None, env: Mapping[str, str] | None = No
     if codex is None:
         raise ConfigError("`codex` is not on PATH", hint="install Codex, or run this where it is on PATH")
     try:
-        with CodexApp(codex, env, home) as app:
-            hooks = our_hooks(app.hooks(home), _CODEX_MARKERS)
+        hooks = our_hooks(asked(codex, env, home, lambda app: app.hooks(home)), _CODEX_MARKERS)
     except CodexAppError as exc:
         raise ConfigError(f"could not ask Codex about its hooks: {exc.one_line()}") from None
     lines = [f"{hook.event}: {hook.trust}{'' if hook.enabled else ', disabled'}" for hook in hooks]
