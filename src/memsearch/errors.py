@@ -21,6 +21,7 @@ The tree (builtins a class also derives from in parentheses; exit code when not 
         CommandInterruptedError [exit 130]
         ConfigError
             CodexAppError
+                CodexNoAnswerError
             ConfigEnvVarError (KeyError)
             ConfigKeyError (KeyError)
             ConfigValueError (ValueError)
