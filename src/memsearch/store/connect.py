@@ -10,11 +10,13 @@ extra.
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from memsearch import errors
 from memsearch.config.values import URI_HINT, uri_problem
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 5.0  # seconds; an unreachable server must fail fast
+#: Seconds a second handshake may take when the first timed out on a server that does accept TCP
+#: connections (busy, not gone); a refused or unroutable address is not tried again.
+BUSY_TIMEOUT = 20.0
 LOCK_POLL_INTERVAL = 0.2  # seconds between attempts on a locked Lite database
 
 
@@ -136,7 +141,14 @@ def _open_server(location: StoreLocation, token: str | None, lock_timeout: float
     pymilvus = _pymilvus(location)
     with quiet():
         try:
-            client = pymilvus.MilvusClient(uri=location.uri, token=token or "", timeout=CONNECT_TIMEOUT)
+            try:
+                client = pymilvus.MilvusClient(uri=location.uri, token=token or "", timeout=CONNECT_TIMEOUT)
+            except Exception as exc:
+                if not is_driver_error(exc) or not _accepts(location.uri):
+                    raise
+                # The server took the connection but not the handshake in time: busy, not gone
+                # (a test suite's milvus-lite server writing on two shared cores took over 5 s).
+                client = pymilvus.MilvusClient(uri=location.uri, token=token or "", timeout=BUSY_TIMEOUT)
             return ServerDriver(client, pymilvus)
         except Exception as exc:
             if not is_driver_error(exc):
@@ -149,6 +161,19 @@ def _open_server(location: StoreLocation, token: str | None, lock_timeout: float
                     "right (a local Milvus Lite database is a path ending in .db)."
                 ),
             ) from exc
+
+
+def _accepts(uri: str) -> bool:
+    """Whether the server's address takes a TCP connection within a second."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https", "tcp"):
+        return False  # a unix: socket or anything else: no second try
+    default = 443 if parts.scheme == "https" else 19530
+    try:
+        with socket.create_connection((parts.hostname or "localhost", parts.port or default), timeout=1.0):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 #: Location kind -> how to open a client for it (all take location, token, lock timeout).
