@@ -21,6 +21,7 @@ import pytest
 
 from cli_process import memsearch
 from memsearch import MemSearch
+from memsearch.engine.migrate_store import STORED_FIELDS
 from memsearch.store import MilvusStore
 from test_service import EXAMPLES, start_service
 
@@ -118,16 +119,7 @@ def test_a_copy_cut_short_resumes_and_a_destination_with_other_chunks_is_refused
     first = source.rows_after("", 10)  # what a run stopped after two pages of five left there
     chunks, analyzer, dimension = source.count(), source.analyzer, source.dimension
     source.close()
-    fields = (
-        "chunk_hash",
-        "embedding",
-        "content",
-        "source",
-        "heading",
-        "heading_level",
-        "start_line",
-        "end_line",
-    )
+    fields = STORED_FIELDS
     with MilvusStore(
         milvus_server_uri, collection=collection, dimension=dimension, analyzer=analyzer
     ) as dest:

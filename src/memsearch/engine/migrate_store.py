@@ -107,10 +107,11 @@ def migrate(
 
 def _writable(row: dict[str, Any]) -> dict[str, Any]:
     """A source row as the store writes it (the stored fields; the BM25 vector is the server's)."""
-    return {key: row[key] for key in _FIELDS}
+    return {key: row[key] for key in STORED_FIELDS}
 
 
-_FIELDS = (
+#: The fields a chunk is written with (the BM25 vector is the server's to compute).
+STORED_FIELDS = (
     "chunk_hash",
     "embedding",
     "content",
@@ -126,7 +127,8 @@ def _same(rows: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> bool:
     """Whether the destination's rows of a page's chunk-ID range are the page's rows, field by field
     and vector by vector (floats as stored: both sides hold float32 values)."""
     return len(rows) == len(theirs) and all(
-        all(mine[key] == other.get(key) for key in _FIELDS) for mine, other in zip(rows, theirs, strict=True)
+        all(mine[key] == other.get(key) for key in STORED_FIELDS)
+        for mine, other in zip(rows, theirs, strict=True)
     )
 
 
